@@ -1,0 +1,97 @@
+# csi-olm. `make help` lists the targets. `make catalog` and `make test` set up everything they
+# need on a fresh machine: pinned tools are built into $(TOOLS_DIR), outside the clone.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+GO ?= go
+TOOLS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/csi-olm/tools
+export CSI_OLM_TOOLS_DIR := $(TOOLS_DIR)
+
+BIN := bin
+CSI_OLM := $(BIN)/csi-olm
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/csi-olm/csi-olm/internal/version.version=$(VERSION)
+
+# API packages and the directories their CRDs are generated into: <types>=<crd dir>.
+APIS := sharedvolume/api/v1alpha1=sharedvolume/crd \
+	bundle/drivers/communityefs/v1alpha1=bundle/drivers/communityefs/crd \
+	bundle/drivers/ebs/v1alpha1=bundle/drivers/ebs/crd \
+	bundle/drivers/manila/v1alpha1=bundle/drivers/manila/crd
+API_SOURCES := $(filter-out %/zz_generated.deepcopy.go,$(foreach api,$(APIS),$(wildcard $(firstword $(subst =, ,$(api)))/*.go)))
+GENERATED_STAMP := $(BIN)/.generated
+
+##@ Main
+
+.PHONY: catalog
+catalog: bundle ## Generate and validate the bundles (and, once they exist, the catalogs): the main job
+
+.PHONY: test
+test: tools ## Run the tests (unit, golden and real-opm tests)
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test ./...
+
+##@ Build
+
+.PHONY: bundle
+bundle: $(GENERATED_STAMP) cli ## Generate the OLM bundles into bundle/ and validate them
+	$(CSI_OLM) bundle generate --output bundle
+	$(CSI_OLM) bundle validate --strict bundle
+
+.PHONY: build
+build: cli ## Build the binaries into bin/
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/aws-efs-csi-driver-operator ./cmd/aws-efs-csi-driver-operator
+
+.PHONY: cli
+cli:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(CSI_OLM) ./cmd/csi-olm
+
+.PHONY: tools
+tools: ## Build the pinned tools (opm, controller-gen) into $(TOOLS_DIR)
+	@hack/tools.sh all >/dev/null
+
+.PHONY: generate
+generate: ## Regenerate deepcopy code and CRDs from the Go API types
+	@cg="$$(hack/tools.sh controller-gen)"; \
+	for api in $(APIS); do \
+		types="$${api%%=*}"; crds="$${api#*=}"; \
+		echo "controller-gen $$types -> $$crds"; \
+		"$$cg" object crd paths="./$$types/..." output:crd:artifacts:config="$$crds"; \
+	done
+	@mkdir -p $(BIN) && touch $(GENERATED_STAMP)
+
+# Regenerate only when an API type changed since the last generation.
+$(GENERATED_STAMP): $(API_SOURCES)
+	@$(MAKE) generate
+
+##@ Checks
+
+.PHONY: verify
+verify: ## Regenerate CRDs and bundles, run gofmt, vet and go mod tidy; fail on any diff
+	$(GO) mod tidy
+	$(MAKE) generate bundle
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	@if ! git diff --exit-code --stat || [[ -n "$$(git status --porcelain --untracked-files=all)" ]]; then \
+		git status --short; \
+		echo "verify: the tree differs from what the generators produce; run 'make verify' and commit the result"; \
+		exit 1; \
+	fi
+
+##@ Housekeeping
+
+.PHONY: clean
+clean: ## Remove bin/ (the tool cache stays; `make clean-tools` removes it)
+	rm -rf $(BIN)
+
+.PHONY: clean-tools
+clean-tools: ## Remove the tool cache $(TOOLS_DIR)
+	rm -rf $(TOOLS_DIR)
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} \
+		/^[a-zA-Z_-]+:.*?##/ { printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2 } \
+		/^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,254 @@
+package definition_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers"
+)
+
+func TestShippedDefinitionsAreValid(t *testing.T) {
+	if err := d.Validate(drivers.All()); err != nil {
+		t.Fatalf("shipped definitions are invalid:\n%v", err)
+	}
+}
+
+// Indexes into drivers.All().
+const (
+	community = 0
+	efs       = 1
+	ebs       = 2
+	manila    = 3
+)
+
+func TestValidateRejectsBadDefinitions(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(ops []d.Operator)
+		want   []string // every substring must appear in the error
+	}{
+		{
+			name:   "duplicate version",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[2].Version = "4.10.0" },
+			want:   []string{"aws-efs-csi-driver-operator.v4.10.0: duplicate version 4.10.0 in package aws-efs-operator"},
+		},
+		{
+			name:   "duplicate version across operators of one package",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[0].Version = "0.0.8" },
+			want:   []string{"duplicate version 0.0.8 in package aws-efs-operator (also aws-efs-operator.v0.0.8)"},
+		},
+		{
+			name:   "unparsable skipRange",
+			mutate: func(ops []d.Operator) { ops[ebs].Releases[0].SkipRange = ">=4.3 <<4.5.0" },
+			want:   []string{`aws-ebs-csi-driver-operator.v4.5.0: skipRange ">=4.3 <<4.5.0" does not parse`},
+		},
+		{
+			name:   "skipRange containing the release itself",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[1].SkipRange = ">=0.0.6 <=4.10.0" },
+			want:   []string{`skipRange ">=0.0.6 <=4.10.0" contains the release's own version 4.10.0`},
+		},
+		{
+			name:   "replaces pointing nowhere",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[1].Replaces = "aws-efs-operator.v0.0.5" },
+			want:   []string{`aws-efs-csi-driver-operator.v4.10.0: replaces "aws-efs-operator.v0.0.5", which is no release of package aws-efs-operator`},
+		},
+		{
+			name:   "replaces a newer release",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[1].Replaces = "aws-efs-csi-driver-operator.v4.11.0" },
+			want:   []string{`replaces "aws-efs-csi-driver-operator.v4.11.0", whose version 4.11.0 is not older than 4.10.0`},
+		},
+		{
+			name:   "skips pointing nowhere",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[2].Skips = []string{"aws-efs-operator.v0.0.1"} },
+			want:   []string{`skips "aws-efs-operator.v0.0.1", which is no release of package aws-efs-operator`},
+		},
+		{
+			name:   "default channel absent from annotations",
+			mutate: func(ops []d.Operator) { ops[manila].DefaultChannel = "fast" },
+			want:   []string{`manila-csi-driver-operator: default channel "fast" is absent from every release's channels`},
+		},
+		{
+			name:   "release without channels",
+			mutate: func(ops []d.Operator) { ops[community].Releases[0].Channels = nil },
+			want:   []string{"aws-efs-operator.v0.0.6: no channels"},
+		},
+		{
+			name:   "owned CRD missing",
+			mutate: func(ops []d.Operator) { ops[efs].OwnedCRDs[0].Manifest = nil },
+			want:   []string{`owned CRD "sharedvolumes.aws-efs.managed.openshift.io" is missing`},
+		},
+		{
+			name:   "owned CRD manifest of another kind",
+			mutate: func(ops []d.Operator) { ops[ebs].OwnedCRDs[0].Kind = "Driver" },
+			want:   []string{`manifest kind is "AWSEBSDriver", not "Driver"`, `example is a csi.openshift.io/v1alpha1, Kind=AWSEBSDriver`},
+		},
+		{
+			name:   "owned CRD manifest is not a CRD",
+			mutate: func(ops []d.Operator) { ops[manila].OwnedCRDs[0].Manifest = []byte("spec: [") },
+			want:   []string{`owned CRD "maniladrivers.csi.openshift.io": manifest is not a CustomResourceDefinition`},
+		},
+		{
+			name:   "owned CRD version not served",
+			mutate: func(ops []d.Operator) { ops[manila].OwnedCRDs[0].Version = "v1" },
+			want:   []string{`manifest serves no version "v1"`},
+		},
+		{
+			name: "operand image without digest",
+			mutate: func(ops []d.Operator) {
+				ops[efs].Releases[2].Images[0].Ref = "quay.io/csi-olm/aws-efs-csi-driver:v4.11"
+			},
+			want: []string{`image "aws-efs-csi-driver" "quay.io/csi-olm/aws-efs-csi-driver:v4.11" has no digest`},
+		},
+		{
+			name: "operator image without digest",
+			mutate: func(ops []d.Operator) {
+				ops[manila].Releases[0].OperatorImage = "quay.io/openshift/origin-csi-driver-manila-operator:4.5"
+			},
+			want: []string{`operator image "quay.io/openshift/origin-csi-driver-manila-operator:4.5" has no digest`},
+		},
+		{
+			name:   "image that is no reference",
+			mutate: func(ops []d.Operator) { ops[ebs].Releases[0].Images[1].Ref = "Not An Image" },
+			want:   []string{`image "csi-external-provisioner" "Not An Image" is not an image reference`},
+		},
+		{
+			name:   "empty install-mode list",
+			mutate: func(ops []d.Operator) { ops[efs].InstallModes = nil },
+			want:   []string{"aws-efs-csi-driver-operator: install mode list is empty"},
+		},
+		{
+			name: "unknown and repeated install modes",
+			mutate: func(ops []d.Operator) {
+				ops[ebs].InstallModes = []v1alpha1.InstallModeType{"AllNamespaces", "AllNamespaces", "EveryNamespace"}
+			},
+			want: []string{`install mode "AllNamespaces" is listed twice`, `install mode "EveryNamespace" is not one of`},
+		},
+		{
+			name: "wildcard permission on core resources",
+			mutate: func(ops []d.Operator) {
+				ops[efs].ClusterRules = append(ops[efs].ClusterRules, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"*"}, Verbs: []string{"*"}})
+			},
+			want: []string{"wildcard in resources", "wildcard in verbs"},
+		},
+		{
+			name: "rule that grants nothing",
+			mutate: func(ops []d.Operator) {
+				ops[manila].NamespaceRules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}}}
+			},
+			want: []string{"namespaceRules[0] grants nothing"},
+		},
+		{
+			name:   "version that is not semver",
+			mutate: func(ops []d.Operator) { ops[community].Releases[2].Version = "0.8" },
+			want:   []string{`aws-efs-operator.v0.8: version "0.8" is not a semantic version`, `aws-efs-csi-driver-operator.v4.10.0: replaces "aws-efs-operator.v0.0.8", which is no release`},
+		},
+		{
+			name:   "createdAt that is no time",
+			mutate: func(ops []d.Operator) { ops[ebs].Releases[0].CreatedAt = "2020-03-24:13:08:00" },
+			want:   []string{`createdAt "2020-03-24:13:08:00" is not an RFC 3339 time`},
+		},
+		{
+			name:   "minKubeVersion that is not semver",
+			mutate: func(ops []d.Operator) { ops[efs].MinKubeVersion = "1.22" },
+			want:   []string{`minKubeVersion "1.22" is not a semantic version`},
+		},
+		{
+			name: "unknown infrastructure feature",
+			mutate: func(ops []d.Operator) {
+				ops[efs].InfrastructureFeatures = append(ops[efs].InfrastructureFeatures, "quantum")
+			},
+			want: []string{`unknown infrastructure feature "quantum"`},
+		},
+		{
+			name: "two images in one env var",
+			mutate: func(ops []d.Operator) {
+				ops[efs].Releases[0].Images[1].Env = ops[efs].Releases[0].Images[0].Env
+			},
+			want: []string{`env "DRIVER_IMAGE" carries two images`},
+		},
+		{
+			name: "Deployment that drops an image env var",
+			mutate: func(ops []d.Operator) {
+				ops[ebs].Releases[0].Images = append(ops[ebs].Releases[0].Images, d.Image{
+					Name: "extra", Env: "EXTRA_IMAGE", Ref: "quay.io/x/y@sha256:" + strings.Repeat("a", 64),
+				})
+				ops[ebs].Deployment = func(r d.Release) appsv1.DeploymentSpec {
+					r.Images = r.Images[:len(r.Images)-1]
+					return drivers.All()[ebs].Deployment(r)
+				}
+			},
+			want: []string{`the operator Deployment does not pass image "extra" in env EXTRA_IMAGE`},
+		},
+		{
+			name: "invalid package and namespace names",
+			mutate: func(ops []d.Operator) {
+				ops[manila].Package = "Manila_Operator"
+				ops[manila].SuggestedNamespace = "openshift.manila"
+			},
+			want: []string{`package name "Manila_Operator"`, `suggested namespace "openshift.manila"`},
+		},
+		{
+			name: "example of another API",
+			mutate: func(ops []d.Operator) {
+				ops[efs].OwnedCRDs[0].Example = &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
+			},
+			want: []string{"example is a /v1, Kind=ConfigMap, not a aws-efs.managed.openshift.io/v1alpha1 SharedVolume"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := drivers.All()
+			tt.mutate(ops)
+			err := d.Validate(ops)
+			if err == nil {
+				t.Fatal("Validate accepted the bad definition")
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error does not mention %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+// Validation reports every problem, not the first one.
+func TestValidateReportsEveryProblem(t *testing.T) {
+	ops := drivers.All()
+	ops[efs].InstallModes = nil
+	ops[ebs].Releases[0].SkipRange = "nonsense"
+	ops[manila].Releases[0].OperatorImage = "quay.io/x/y:latest"
+	err := d.Validate(ops)
+	if err == nil {
+		t.Fatal("Validate accepted three bad definitions")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want 3 problems, one per line, got %d:\n%v", len(lines), err)
+	}
+	for i, prefix := range []string{"aws-efs-csi-driver-operator:", "aws-ebs-csi-driver-operator.v4.5.0:", "manila-csi-driver-operator.v4.5.0:"} {
+		if !strings.HasPrefix(lines[i], prefix) {
+			t.Errorf("problem %d = %q, want it to name %q", i, lines[i], prefix)
+		}
+	}
+}
+
+func TestWaiverFor(t *testing.T) {
+	o := drivers.All()[efs]
+	const warning = `channel(s) ["preview"] are not following the recommended naming convention: https://...`
+	if o.WaiverFor("4.9.0", warning) == "" {
+		t.Error("the preview-channel warning of 4.9.0 is not explained")
+	}
+	if got := o.WaiverFor("4.11.0", warning); got != "" {
+		t.Errorf("a waiver limited to 4.9.0 explained 4.11.0: %q", got)
+	}
+	if got := o.WaiverFor("4.9.0", "some other warning"); got != "" {
+		t.Errorf("an unrelated warning was explained: %q", got)
+	}
+}

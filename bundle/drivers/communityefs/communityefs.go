@@ -1,0 +1,134 @@
+// Package communityefs defines the community aws-efs-operator as it exists in the field
+// (DESIGN.md §3): the releases that clusters upgrade from. It is published only in the community
+// catalog; csi-olm reproduces it so that the upgrade to the supported operator is tested for real.
+package communityefs
+
+import (
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
+	sv "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
+)
+
+const (
+	// Package is the community OLM package.
+	Package = "aws-efs-operator"
+	// Name is the CSV prefix and the name of the operator's Deployment, ServiceAccount,
+	// ClusterRole and ClusterRoleBinding.
+	Name = "aws-efs-operator"
+)
+
+const description = `Management of AWS EFS read-write-many mounts.
+
+Create a SharedVolume naming an EFS file system and access point; the operator creates a
+PersistentVolume and a PersistentVolumeClaim ` + "`pvc-<name>`" + ` in the SharedVolume's namespace.
+The operator also installs the AWS EFS CSI driver node DaemonSet, CSIDriver and StorageClass ` + "`efs-sc`" + `.
+`
+
+// Operator returns the community EFS operator definition.
+func Operator() d.Operator {
+	return d.Operator{
+		Package:      Package,
+		CSVPrefix:    Name,
+		Catalog:      d.Community,
+		DisplayName:  "AWS EFS Operator",
+		Summary:      "Management of AWS EFS read-write-many mounts.",
+		Description:  description,
+		Keywords:     []string{"kubernetes", "openshift", "multi-cluster", "cluster", "EFS"},
+		Provider:     v1alpha1.AppLink{Name: "Red Hat, Inc"},
+		Links:        []v1alpha1.AppLink{{Name: "Source Repository", URL: "https://github.com/openshift/aws-efs-operator"}},
+		IconSVG:      icons.EFS,
+		Categories:   []string{"Storage"},
+		Capabilities: "Full Lifecycle",
+		Repository:   "https://github.com/openshift/aws-efs-operator",
+		Support:      "Red Hat",
+
+		// AllNamespaces operators land in openshift-operators.
+		SuggestedNamespace:     "openshift-operators",
+		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
+		OpenShiftVersions:      "v4.5",
+		Architectures:          []string{"amd64"},
+		MinKubeVersion:         "1.16.0",
+		DefaultChannel:         "stable",
+		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
+
+		OwnedCRDs: []d.OwnedCRD{{
+			Name:        "sharedvolumes.aws-efs.managed.openshift.io",
+			Version:     "v1alpha1",
+			Kind:        "SharedVolume",
+			DisplayName: "Shared Volume",
+			Description: "An EFS access point exposed as a PersistentVolumeClaim.",
+			Manifest:    crd.SharedVolumes,
+			Example: &sv.SharedVolume{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "aws-efs.managed.openshift.io/v1alpha1", Kind: "SharedVolume"},
+				ObjectMeta: metav1.ObjectMeta{Name: "my-shared-volume", Namespace: "my-app"},
+				Spec:       sv.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
+			},
+		}},
+
+		ServiceAccount: Name,
+		// The field's ClusterRole used wildcards; this is the same access listed verb by verb.
+		ClusterRules: []rbacv1.PolicyRule{
+			d.Rule([]string{""}, []string{"persistentvolumes", "persistentvolumeclaims", "serviceaccounts"}, d.ReadWrite),
+			d.Rule([]string{""}, []string{"events"}, []string{"create", "patch"}),
+			d.Rule([]string{""}, []string{"pods"}, []string{"get"}),
+			d.Rule([]string{"apps"}, []string{"daemonsets"}, d.ReadWrite),
+			d.Rule([]string{"apps"}, []string{"deployments", "replicasets"}, []string{"get"}),
+			d.Rule([]string{"apps"}, []string{"deployments/finalizers"}, []string{"update"}, Name),
+			d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, []string{"get", "create"}),
+			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
+			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
+			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
+			d.Rule([]string{"storage.k8s.io"}, []string{"csidrivers", "storageclasses"}, d.ReadWrite),
+			d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, append([]string{"use"}, d.ReadWrite...)),
+			d.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, d.ReadOnly),
+		},
+
+		DeploymentName: Name,
+		Deployment:     deployment,
+		Releases: []d.Release{
+			release("0.0.6", "", "2020-06-02T00:00:00Z", "fced9947df2506ccbec55a758aa2c7c184ff47cc5645c615c686c79fb651efe8"),
+			release("0.0.7", "aws-efs-operator.v0.0.6", "2020-08-18T00:00:00Z", "1abcee0ee188bff280f921976de3d67059e5e10df9da5a3110f566b0b87907b3"),
+			release("0.0.8", "aws-efs-operator.v0.0.7", "2021-02-09T00:00:00Z", "c01fdec8c84006fef3d58cf0b0646f42ba498c7ad45cf8ad54c4886671ba4906"),
+		},
+	}
+}
+
+// release is one community release; the driver images were built into the operator, so they
+// are listed for mirroring but handed to no environment variable.
+func release(version, replaces, createdAt, operatorDigest string) d.Release {
+	return d.Release{
+		Version: version, Channels: []string{"stable"}, Replaces: replaces, Maturity: "alpha",
+		CreatedAt:     createdAt,
+		OperatorImage: "quay.io/app-sre/aws-efs-operator@sha256:" + operatorDigest,
+		Images: []d.Image{
+			{Name: "aws-efs-csi-driver", Ref: "docker.io/amazon/aws-efs-csi-driver@sha256:48a84505d2a21f7f694aa106d1eade8e75eb272060326ee40cc28fda29f1c112"},
+			{Name: "csi-node-driver-registrar", Ref: "quay.io/k8scsi/csi-node-driver-registrar@sha256:9fc6c169ef143444105ab6e68574abfb384f4b4239a14c50a9cbb24f44f4a11a"},
+			{Name: "csi-livenessprobe", Ref: "quay.io/k8scsi/livenessprobe@sha256:7acd83e8053c27841b7281887b518b8ea67ad5fcba9771e645ce14e087b98e19"},
+		},
+	}
+}
+
+func deployment(r d.Release) appsv1.DeploymentSpec {
+	return d.OperatorPod{
+		Labels:         map[string]string{"name": Name},
+		ServiceAccount: Name,
+		Container:      Name,
+		Image:          r.OperatorImage,
+		Command:        []string{Name},
+		Env: []corev1.EnvVar{
+			{Name: "WATCH_NAMESPACE", Value: ""},
+			d.FieldEnv("POD_NAME", "metadata.name"),
+			d.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
+			{Name: "OPERATOR_NAME", Value: Name},
+		},
+		CPU:    "10m",
+		Memory: "64Mi",
+	}.Deployment()
+}

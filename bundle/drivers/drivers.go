@@ -1,0 +1,16 @@
+// Package drivers lists the operator definitions csi-olm builds bundles and catalogs from.
+package drivers
+
+import (
+	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebs"
+	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
+	"github.com/csi-olm/csi-olm/bundle/drivers/manila"
+)
+
+// All returns every operator definition, community first. Each call returns fresh values, so a
+// caller may change them.
+func All() []d.Operator {
+	return []d.Operator{communityefs.Operator(), efs.Operator(), ebs.Operator(), manila.Operator()}
+}

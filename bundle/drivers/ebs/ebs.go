@@ -1,0 +1,138 @@
+// Package ebs defines the OLM-era (4.5) AWS EBS CSI driver operator. csi-olm ships it so that
+// clusters still running it can be migrated to the cluster-storage-operator (`csi-olm migrate cso`).
+package ebs
+
+import (
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/crd"
+	api "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
+	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
+)
+
+// Names of the 4.5 operator and its operands (DESIGN.md §2).
+const (
+	Package           = "aws-ebs-csi-driver-operator"
+	Name              = "aws-ebs-csi-driver-operator"
+	OperatorNamespace = "openshift-aws-ebs-csi-driver-operator"
+	OperandNamespace  = "openshift-aws-ebs-csi-driver"
+	ControllerName    = "aws-ebs-csi-driver-controller"
+	NodeName          = "aws-ebs-csi-driver-node"
+	CSIDriver         = "ebs.csi.aws.com"
+)
+
+const description = `Operator to install and maintain the AWS EBS CSI Driver on a cluster.
+
+**Technology Preview.** Create the ` + "`AWSEBSDriver`" + ` named ` + "`cluster`" + ` to deploy the driver into
+the ` + "`" + OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator
+manages this driver through ClusterCSIDriver ` + "`" + CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver ebs`" + `
+to hand it over.
+`
+
+// Operator returns the AWS EBS operator definition.
+func Operator() d.Operator {
+	return d.Operator{
+		Package:      Package,
+		CSVPrefix:    Name,
+		Catalog:      d.Certified,
+		DisplayName:  "AWS EBS CSI Operator",
+		Summary:      "Operator to install and maintain the AWS EBS CSI Driver on a cluster.",
+		Description:  description,
+		Keywords:     []string{"aws", "ebs", "csi", "storage"},
+		Maintainers:  []v1alpha1.Maintainer{{Name: "Red Hat", Email: "aos-storage-staff@redhat.com"}},
+		Provider:     v1alpha1.AppLink{Name: "Red Hat"},
+		Links:        []v1alpha1.AppLink{{Name: "Source Repository", URL: "https://github.com/openshift/aws-ebs-csi-driver-operator"}},
+		IconSVG:      icons.EBS,
+		Categories:   []string{"Storage"},
+		Capabilities: "Basic Install",
+		Repository:   "https://github.com/openshift/aws-ebs-csi-driver-operator",
+		Support:      "Red Hat",
+
+		SuggestedNamespace:     OperatorNamespace,
+		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
+		OpenShiftVersions:      "=v4.5",
+		Architectures:          []string{"amd64"},
+		MinKubeVersion:         "1.17.0",
+		DefaultChannel:         "preview",
+		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
+
+		OwnedCRDs: []d.OwnedCRD{{
+			Name:        "awsebsdrivers.csi.openshift.io",
+			Version:     api.GroupVersion.Version,
+			Kind:        api.Kind,
+			DisplayName: "AWS EBS CSI Driver",
+			Description: "Deploys and configures the AWS EBS CSI driver. Only the object named cluster is used.",
+			Manifest:    crd.AWSEBSDrivers,
+			Example: &api.AWSEBSDriver{
+				TypeMeta:   metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: api.Kind},
+				ObjectMeta: metav1.ObjectMeta{Name: api.Name},
+				Spec:       api.AWSEBSDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+			},
+		}},
+
+		ServiceAccount: Name,
+		// The operator runs its driver in another namespace that it creates, so its operand
+		// permissions are cluster-wide.
+		ClusterRules: rules.Join(
+			rules.OwnCR(api.GroupVersion.Group, "awsebsdrivers"),
+			rules.Operands(),
+			rules.ClusterOperands(),
+			rules.Provisioner(),
+			rules.AttacherResizer(),
+			rules.Snapshotter(),
+			rules.MetricsProxy(),
+			[]rbacv1.PolicyRule{
+				d.Rule([]string{""}, []string{"namespaces"}, d.ReadWrite),
+				d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, d.ReadWrite),
+				rules.CredentialsRequests(),
+				rules.UseSCC("privileged", "hostmount-anyuid"),
+			},
+		),
+
+		DeploymentName: Name,
+		Deployment:     deployment,
+		Releases: []d.Release{{
+			Version: "4.5.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
+			SkipRange:     ">=4.3.0 <4.5.0",
+			CreatedAt:     "2020-07-13T00:00:00Z",
+			OperatorImage: "quay.io/openshift/origin-aws-ebs-csi-driver-operator@sha256:cb3e042d95e2e00ad10f9a93d155738179e3ab56e2f0b520d822f7ea8c7bff1b",
+			Images: []d.Image{
+				{Name: "aws-ebs-csi-driver", Env: "DRIVER_IMAGE", Ref: "quay.io/openshift/origin-aws-ebs-csi-driver@sha256:ba0de3116b54082aa3fe6143fd343a40cb55c179d84a270f2979c6eff0a4829b"},
+				{Name: "csi-external-provisioner", Env: "PROVISIONER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-provisioner@sha256:5886543a8965ff266c09093e36ed0e6c2d6ea2462b80c1000a04a98b817d052a"},
+				{Name: "csi-external-attacher", Env: "ATTACHER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-attacher@sha256:1c0a6f99477a634c16113697d7c01f05cddf519f8e81fc735cb041f53bc04951"},
+				{Name: "csi-external-resizer", Env: "RESIZER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-resizer@sha256:fc19f5f8bd391f9b6214f46dd80a0645c31afde57c030a9f0ba0d064ff1efba4"},
+				{Name: "csi-external-snapshotter", Env: "SNAPSHOTTER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-snapshotter@sha256:84c306515d5da97a1d728db70728390e9855476c1e84cc88e3ecbce48b377d30"},
+				{Name: "csi-node-driver-registrar", Env: "NODE_DRIVER_REGISTRAR_IMAGE", Ref: "quay.io/openshift/origin-csi-node-driver-registrar@sha256:4c749366f8dea112a43bdf5c07030283e940672ad5d52797334709c8beddc533"},
+				{Name: "csi-livenessprobe", Env: "LIVENESS_PROBE_IMAGE", Ref: "quay.io/openshift/origin-csi-livenessprobe@sha256:68048af5bad4781591e90d47c8480909ab249e814edf10e5d3f2c6b8c90b5cb6"},
+			},
+		}},
+		Waivers: []d.Waiver{{
+			Contains: `channel(s) ["preview"] are not following the recommended naming convention`,
+			Reason:   "the 4.5 EBS operator was a tech preview, published in the preview channel (DESIGN.md §2)",
+		}},
+	}
+}
+
+func deployment(r d.Release) appsv1.DeploymentSpec {
+	return d.OperatorPod{
+		Labels:         map[string]string{"name": Name},
+		ServiceAccount: Name,
+		Container:      Name,
+		Image:          r.OperatorImage,
+		Args:           []string{"start"},
+		Env: append([]corev1.EnvVar{
+			{Name: "OPERATOR_NAME", Value: Name},
+			d.FieldEnv("POD_NAME", "metadata.name"),
+		}, r.ImageEnv()...),
+		CPU:           "10m",
+		Memory:        "50Mi",
+		PriorityClass: "system-cluster-critical",
+	}.Deployment()
+}

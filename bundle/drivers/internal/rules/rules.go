@@ -1,0 +1,107 @@
+// Package rules holds the RBAC building blocks the operator definitions share. Each block is the
+// least an operator needs for one job; an operator's permissions are the blocks it uses.
+package rules
+
+import (
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	d "github.com/csi-olm/csi-olm/bundle/definition"
+)
+
+var (
+	core     = []string{""}
+	apps     = []string{"apps"}
+	storage  = []string{"storage.k8s.io"}
+	snapshot = []string{"snapshot.storage.k8s.io"}
+	rbac     = []string{"rbac.authorization.k8s.io"}
+)
+
+// OwnCR lets an operator read its cluster-scoped CR, write its status and manage its finalizer.
+func OwnCR(group, resource string) []rbacv1.PolicyRule {
+	g := []string{group}
+	return []rbacv1.PolicyRule{
+		d.Rule(g, []string{resource}, []string{"get", "list", "watch", "update", "patch"}),
+		d.Rule(g, []string{resource + "/status"}, []string{"get", "update", "patch"}),
+		d.Rule(g, []string{resource + "/finalizers"}, []string{"update"}),
+	}
+}
+
+// Operands lets an operator run its driver's workloads: Deployments and DaemonSets with their
+// ServiceAccounts, RBAC, configuration and leader-election leases.
+func Operands() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		d.Rule(core, []string{"serviceaccounts", "configmaps", "secrets", "services"}, d.ReadWrite),
+		d.Rule(core, []string{"pods"}, d.ReadOnly),
+		d.Rule(apps, []string{"deployments", "daemonsets"}, d.ReadWrite),
+		d.Rule(apps, []string{"replicasets"}, []string{"get"}),
+		d.Rule([]string{"coordination.k8s.io"}, []string{"leases"}, d.ReadWrite),
+		d.Rule(rbac, []string{"roles", "rolebindings"}, d.ReadWrite),
+	}
+}
+
+// ClusterOperands lets an operator create the cluster-scoped driver objects: the CSIDriver,
+// StorageClasses, and the ClusterRoles of the driver's service accounts.
+func ClusterOperands() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		d.Rule(storage, []string{"csidrivers", "storageclasses"}, d.ReadWrite),
+		d.Rule(rbac, []string{"clusterroles", "clusterrolebindings"}, d.ReadWrite),
+		d.Rule(core, []string{"events"}, []string{"get", "list", "watch", "create", "update", "patch"}),
+	}
+}
+
+// Provisioner is what the CSI external-provisioner needs. An operator must hold it to grant it to
+// the driver's controller ServiceAccount (RBAC forbids granting what one does not hold).
+func Provisioner() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		d.Rule(core, []string{"persistentvolumes"}, d.ReadWrite),
+		d.Rule(core, []string{"persistentvolumeclaims"}, []string{"get", "list", "watch", "update", "patch"}),
+		d.Rule(core, []string{"nodes"}, d.ReadOnly),
+		d.Rule(storage, []string{"csinodes", "volumeattachments"}, d.ReadOnly),
+	}
+}
+
+// AttacherResizer is what the CSI external-attacher and external-resizer need.
+func AttacherResizer() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		d.Rule(storage, []string{"volumeattachments"}, []string{"update", "patch"}),
+		d.Rule(storage, []string{"volumeattachments/status"}, []string{"patch"}),
+		d.Rule(core, []string{"persistentvolumeclaims/status"}, []string{"update", "patch"}),
+	}
+}
+
+// Snapshotter is what the CSI external-snapshotter sidecar needs.
+func Snapshotter() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		d.Rule(snapshot, []string{"volumesnapshotclasses"}, d.ReadOnly),
+		d.Rule(snapshot, []string{"volumesnapshotcontents"}, d.ReadWrite),
+		d.Rule(snapshot, []string{"volumesnapshotcontents/status"}, []string{"update", "patch"}),
+		d.Rule(snapshot, []string{"volumesnapshots"}, []string{"get", "list", "watch", "update", "patch"}),
+	}
+}
+
+// MetricsProxy is what kube-rbac-proxy needs to authorize scrapes of the driver's metrics.
+func MetricsProxy() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		d.Rule([]string{"authentication.k8s.io"}, []string{"tokenreviews"}, []string{"create"}),
+		d.Rule([]string{"authorization.k8s.io"}, []string{"subjectaccessreviews"}, []string{"create"}),
+	}
+}
+
+// UseSCC lets the operator grant the named SecurityContextConstraints to the driver's pods.
+func UseSCC(names ...string) rbacv1.PolicyRule {
+	return d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"use"}, names...)
+}
+
+// CredentialsRequests lets an operator ask the cloud-credential operator for cloud credentials.
+func CredentialsRequests() rbacv1.PolicyRule {
+	return d.Rule([]string{"cloudcredential.openshift.io"}, []string{"credentialsrequests"}, d.ReadWrite)
+}
+
+// Join concatenates rule blocks.
+func Join(blocks ...[]rbacv1.PolicyRule) []rbacv1.PolicyRule {
+	var all []rbacv1.PolicyRule
+	for _, b := range blocks {
+		all = append(all, b...)
+	}
+	return all
+}

@@ -1,0 +1,143 @@
+// Package manila defines the OLM-era (4.5) OpenStack Manila CSI driver operator. csi-olm ships
+// it so that clusters still running it can be migrated to the cluster-storage-operator
+// (`csi-olm migrate cso`).
+package manila
+
+import (
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
+	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
+	"github.com/csi-olm/csi-olm/bundle/drivers/manila/crd"
+	api "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+)
+
+// Names of the 4.5 operator and its operands (DESIGN.md §2).
+const (
+	Package           = "manila-csi-driver-operator"
+	CSVPrefix         = "manila-csi-driver-operator"
+	Name              = "csi-driver-manila-operator"
+	OperatorNamespace = "openshift-manila-csi-driver-operator"
+	OperandNamespace  = "openshift-manila-csi-driver"
+	ControllerName    = "openstack-manila-csi-controllerplugin"
+	NodeName          = "openstack-manila-csi-nodeplugin"
+	NFSNodeName       = "csi-nodeplugin-nfsplugin"
+	CSIDriver         = "manila.csi.openstack.org"
+)
+
+const description = `The CSI Manila driver is able to create and mount OpenStack Manila shares along with
+snapshots and recovering shares from snapshots.
+
+The driver leverages the OpenStack Manila service to provide scalable and persistent storage for
+stateful applications. CSI driver Manila documentation is available
+[here](https://github.com/kubernetes/cloud-provider-openstack/blob/master/docs/using-manila-csi-plugin.md).
+
+Create the ` + "`ManilaDriver`" + ` named ` + "`cluster`" + ` to deploy the driver into the
+` + "`" + OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator manages
+this driver through ClusterCSIDriver ` + "`" + CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver manila`" + `
+to hand it over.
+`
+
+// Operator returns the OpenStack Manila operator definition.
+func Operator() d.Operator {
+	return d.Operator{
+		Package:     Package,
+		CSVPrefix:   CSVPrefix,
+		Catalog:     d.Certified,
+		DisplayName: "CSI Driver Manila Operator",
+		Summary:     "A Container Storage Interface (CSI) driver for OpenStack Manila.",
+		Description: description,
+		Keywords:    []string{"OpenStack Manila", "Manila CSI", "CSI"},
+		Maintainers: []v1alpha1.Maintainer{
+			{Name: "Red Hat", Email: "aos-storage-staff@redhat.com"},
+			{Name: "OpenShift ShiftStack Team", Email: "shiftstack-team@redhat.com"},
+		},
+		Provider: v1alpha1.AppLink{Name: "Red Hat"},
+		Links: []v1alpha1.AppLink{
+			{Name: "CSI Driver Documentation", URL: "https://github.com/kubernetes/cloud-provider-openstack/blob/master/docs/using-manila-csi-plugin.md"},
+			{Name: "GitHub Repository", URL: "https://github.com/openshift/csi-driver-manila-operator"},
+			{Name: "OpenStack Manila Documentation", URL: "https://docs.openstack.org/manila/latest/"},
+		},
+		IconSVG:      icons.Manila,
+		Categories:   []string{"Storage"},
+		Capabilities: "Seamless Upgrades",
+		Repository:   "https://github.com/openshift/csi-driver-manila-operator",
+		Support:      "Red Hat",
+
+		SuggestedNamespace:     OperatorNamespace,
+		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
+		OpenShiftVersions:      "=v4.5",
+		Architectures:          []string{"amd64"},
+		MinKubeVersion:         "1.17.0",
+		DefaultChannel:         "stable",
+		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
+
+		OwnedCRDs: []d.OwnedCRD{{
+			Name:        "maniladrivers.csi.openshift.io",
+			Version:     api.GroupVersion.Version,
+			Kind:        api.Kind,
+			DisplayName: "Manila Driver",
+			Description: "Deploys and configures the OpenStack Manila CSI driver. Only the object named cluster is used.",
+			Manifest:    crd.ManilaDrivers,
+			Example: &api.ManilaDriver{
+				TypeMeta:   metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: api.Kind},
+				ObjectMeta: metav1.ObjectMeta{Name: api.Name},
+				Spec:       api.ManilaDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+			},
+		}},
+
+		ServiceAccount: Name,
+		// The operator runs its driver in another namespace that it creates, and reads the
+		// OpenStack credentials from kube-system, so its permissions are cluster-wide.
+		ClusterRules: rules.Join(
+			rules.OwnCR(api.GroupVersion.Group, "maniladrivers"),
+			rules.Operands(),
+			rules.ClusterOperands(),
+			rules.Provisioner(),
+			rules.Snapshotter(),
+			[]rbacv1.PolicyRule{
+				d.Rule([]string{""}, []string{"namespaces"}, d.ReadWrite),
+				rules.CredentialsRequests(),
+				rules.UseSCC("privileged"),
+			},
+		),
+
+		DeploymentName: Name,
+		Deployment:     deployment,
+		Releases: []d.Release{{
+			Version: "4.5.0", Channels: []string{"stable"}, Maturity: "stable",
+			CreatedAt:     "2020-07-13T00:00:00Z",
+			OperatorImage: "quay.io/openshift/origin-csi-driver-manila-operator@sha256:8454663c7cff3e38789ed1bc7dc867432c17322015bdb51441979a9c15cc02a8",
+			Images: []d.Image{
+				{Name: "csi-external-provisioner", Env: "EXTERNAL_PROVISIONER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-provisioner@sha256:045c73b5f55637b047a78b826d5973a079878f1f60cd5fea27a34a1daa6bd9f1"},
+				{Name: "csi-external-snapshotter", Env: "EXTERNAL_SNAPSHOTTER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-snapshotter@sha256:08819ccee72a23166103534a6cfe3ba89eae4a956064e358fdf387d8a84d698c"},
+				{Name: "csi-driver-manila", Env: "CSI_DRIVER_MANILA_IMAGE", Ref: "quay.io/openshift/origin-csi-driver-manila@sha256:228c81c3afac2f0deaf87e9fa7e974dd1d22880ab6397ad92450982de8ac06c5"},
+				{Name: "csi-node-driver-registrar", Env: "CSI_NODE_DRIVER_REGISTRAR_IMAGE", Ref: "quay.io/openshift/origin-csi-node-driver-registrar@sha256:036e932a5b3e8f38f4e12df6c0f9d6c0c9cd0313b8a94ffb62631c5605b6d066"},
+				{Name: "csi-driver-nfs", Env: "CSI_DRIVER_NFS_IMAGE", Ref: "quay.io/openshift/origin-csi-driver-nfs@sha256:e39ed03bc08193c5e2bb99fe5c400cebfe545f64768c3fe6b532f64b95181d8d"},
+			},
+		}},
+	}
+}
+
+func deployment(r d.Release) appsv1.DeploymentSpec {
+	return d.OperatorPod{
+		Labels:         map[string]string{"name": Name},
+		ServiceAccount: Name,
+		Container:      Name,
+		Image:          r.OperatorImage,
+		Command:        []string{Name},
+		Env: append([]corev1.EnvVar{
+			d.FieldEnv("WATCH_NAMESPACE", "metadata.annotations['olm.targetNamespaces']"),
+			d.FieldEnv("POD_NAME", "metadata.name"),
+			{Name: "OPERATOR_NAME", Value: Name},
+		}, r.ImageEnv()...),
+		CPU:    "10m",
+		Memory: "50Mi",
+	}.Deployment()
+}

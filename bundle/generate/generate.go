@@ -1,0 +1,150 @@
+// Package generate is the `csi-olm bundle generate` verb: it writes the OLM bundle of every
+// release of every operator definition.
+package generate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/bundle/validation"
+)
+
+// Generate writes bundles to OutputDir/<package>/<version>/.
+type Generate struct {
+	OutputDir string
+	Operators []definition.Operator
+	Out       io.Writer
+}
+
+// NewCommand returns the cobra command of the verb.
+func NewCommand() *cobra.Command {
+	g := &Generate{}
+	cmd := &cobra.Command{
+		Use:   "generate",
+		Short: "Write the OLM bundles of every operator definition",
+		Long: `Builds a registry+v1 bundle for every release of every operator definition
+(manifests/, metadata/annotations.yaml, bundle.Dockerfile), validates them all, and only then
+replaces each package directory under --output. Invalid definitions or bundles that fail
+validation write nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			g.Operators = drivers.All()
+			g.Out = cmd.OutOrStdout()
+			return g.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&g.OutputDir, "output", "bundle", "directory that receives <package>/<version>/")
+	return cmd
+}
+
+// Run builds, validates and writes the bundles.
+func (g *Generate) Run(ctx context.Context) error {
+	bundles, err := build.All(g.Operators)
+	if err != nil {
+		return fmt.Errorf("invalid operator definitions, nothing was written:\n%w", err)
+	}
+	if err := os.MkdirAll(g.OutputDir, 0o755); err != nil {
+		return fmt.Errorf("creating output directory: %w", err)
+	}
+	// Staging inside the output directory keeps the final renames on one file system.
+	staging, err := os.MkdirTemp(g.OutputDir, ".staging-")
+	if err != nil {
+		return fmt.Errorf("creating staging directory: %w", err)
+	}
+	defer os.RemoveAll(staging)
+
+	for _, b := range bundles {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := writeBundle(filepath.Join(staging, b.Dir()), b); err != nil {
+			return err
+		}
+	}
+	if err := g.validate(staging, bundles); err != nil {
+		return err
+	}
+	var packages []string
+	for _, b := range bundles {
+		if !slices.Contains(packages, b.Package) {
+			packages = append(packages, b.Package)
+		}
+	}
+	for _, pkg := range packages {
+		if err := replaceDir(filepath.Join(staging, pkg), filepath.Join(g.OutputDir, pkg), staging+".old-"+pkg); err != nil {
+			return err
+		}
+	}
+	for _, b := range bundles {
+		fmt.Fprintf(g.Out, "wrote %s (%s)\n", filepath.Join(g.OutputDir, b.Dir()), b.CSVName)
+	}
+	return nil
+}
+
+// validate runs the checks of `bundle validate` on the staged bundles, so generate never
+// publishes a bundle that the validator would reject.
+func (g *Generate) validate(staging string, bundles []*build.Bundle) error {
+	explain := validation.ExplainerFor(g.Operators)
+	var failures []string
+	for _, b := range bundles {
+		for _, p := range validation.Bundle(filepath.Join(staging, b.Dir()), explain) {
+			if p.Level == validation.Error || p.Explained == "" {
+				p.File = strings.Replace(p.File, staging, g.OutputDir, 1)
+				failures = append(failures, p.String())
+			}
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("generated bundles fail validation, nothing was written (fix the definition, or add a waiver that explains a warning):\n%s", strings.Join(failures, "\n"))
+	}
+	return nil
+}
+
+func writeBundle(dir string, b *build.Bundle) error {
+	for name, content := range b.Files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("writing %s: %w", b.CSVName, err)
+		}
+		if err := os.WriteFile(p, content, 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", b.CSVName, err)
+		}
+	}
+	return nil
+}
+
+// replaceDir moves src to dst, putting any existing dst aside first and back if the move fails,
+// so dst is always either the old or the new package, never a mix. aside lies outside the
+// staging directory so that a failed restore never loses the old content.
+func replaceDir(src, dst, aside string) error {
+	hadOld := true
+	if err := os.Rename(dst, aside); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("moving %s aside: %w", dst, err)
+		}
+		hadOld = false
+	}
+	if err := os.Rename(src, dst); err != nil {
+		if hadOld {
+			if restoreErr := os.Rename(aside, dst); restoreErr != nil {
+				return fmt.Errorf("replacing %s: %w (and restoring it failed: %v; the old content is in %s)", dst, err, restoreErr, aside)
+			}
+		}
+		return fmt.Errorf("replacing %s: %w", dst, err)
+	}
+	if err := os.RemoveAll(aside); err != nil {
+		return fmt.Errorf("removing the previous %s: %w", dst, err)
+	}
+	return nil
+}

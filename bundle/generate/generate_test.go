@@ -1,0 +1,134 @@
+package generate_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/bundle/generate"
+)
+
+// snapshot records every file below dir with its content.
+func snapshot(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = string(raw)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func keys(m map[string]string) []string {
+	var k []string
+	for name := range m {
+		k = append(k, name)
+	}
+	sort.Strings(k)
+	return k
+}
+
+func TestGenerateWritesEveryBundle(t *testing.T) {
+	out := t.TempDir()
+	var log bytes.Buffer
+	g := &generate.Generate{OutputDir: out, Operators: drivers.All(), Out: &log}
+	if err := g.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	files := snapshot(t, out)
+	for _, dir := range []string{"aws-efs-operator/0.0.6", "aws-efs-operator/4.11.0", "aws-ebs-csi-driver-operator/4.5.0", "manila-csi-driver-operator/4.5.0"} {
+		for _, f := range []string{"bundle.Dockerfile", "metadata/annotations.yaml"} {
+			if _, ok := files[filepath.Join(dir, f)]; !ok {
+				t.Errorf("%s/%s was not written", dir, f)
+			}
+		}
+	}
+	if n := strings.Count(log.String(), "wrote "); n != 8 {
+		t.Errorf("reported %d bundles written, want 8:\n%s", n, log.String())
+	}
+	// The generated tree equals the committed one, which `make verify` also checks with git.
+	committed := snapshot(t, "..")
+	for name, content := range files {
+		if committed[name] != content {
+			t.Errorf("%s differs from the committed bundle/%s", name, name)
+		}
+	}
+}
+
+func TestGenerateReplacesStaleVersions(t *testing.T) {
+	out := t.TempDir()
+	stale := filepath.Join(out, "aws-efs-operator", "0.0.1", "metadata")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g := &generate.Generate{OutputDir: out, Operators: drivers.All(), Out: &bytes.Buffer{}}
+	if err := g.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "aws-efs-operator", "0.0.1")); !os.IsNotExist(err) {
+		t.Errorf("a version no definition has survived generation: %v", err)
+	}
+	entries, _ := os.ReadDir(out)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("staging left behind: %s", e.Name())
+		}
+	}
+}
+
+// Bad input writes nothing: the output directory keeps exactly what it had.
+func TestGenerateWritesNothingOnBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(ops []d.Operator)
+		want   string
+	}{
+		{"invalid definition", func(ops []d.Operator) { ops[1].Releases[1].Replaces = "nowhere.v1.0.0" }, "invalid operator definitions, nothing was written"},
+		{"bundle the validators reject", func(ops []d.Operator) { ops[3].Categories = []string{"Filing Cabinets"} }, `generated bundles fail validation, nothing was written`},
+		{"unexplained warning", func(ops []d.Operator) { ops[2].Waivers = nil }, `channel(s) ["preview"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			g := &generate.Generate{OutputDir: out, Operators: drivers.All(), Out: &bytes.Buffer{}}
+			if err := g.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(out, "keep.txt"), []byte("mine"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, out)
+
+			ops := drivers.All()
+			tt.mutate(ops)
+			g = &generate.Generate{OutputDir: out, Operators: ops, Out: &bytes.Buffer{}}
+			err := g.Run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.want)
+			}
+			after := snapshot(t, out)
+			if strings.Join(keys(before), "\n") != strings.Join(keys(after), "\n") {
+				t.Fatalf("files changed:\nbefore %v\nafter  %v", keys(before), keys(after))
+			}
+			for name, content := range before {
+				if after[name] != content {
+					t.Errorf("%s was rewritten", name)
+				}
+			}
+		})
+	}
+}
