@@ -29,8 +29,24 @@ GENERATED_STAMP := $(BIN)/.generated
 catalog: bundle ## Generate and validate the bundles (and, once they exist, the catalogs): the main job
 
 .PHONY: test
-test: tools ## Run the tests (unit, golden and real-opm tests)
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test ./...
+test: tools ## Run the tests (unit, golden, real-opm and real-apiserver tests)
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test $$($(GO) list ./... | grep -v /test/e2e)
+
+.PHONY: e2e
+e2e: tools ## Run the end-to-end tests on the local test bed (etcd, kube-apiserver, kwok, OLM, opm)
+	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+
+.PHONY: bench
+bench: tools ## Run the benchmarks (test bed start-up, OLM install and source switch)
+	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./test/e2e/...
+
+.PHONY: run
+run: cli tools ## Start the local dev cluster with OLM, serving the project's catalogs
+	$(CSI_OLM) dev up
+
+.PHONY: run-down
+run-down: cli ## Stop the local dev cluster
+	$(CSI_OLM) dev down
 
 ##@ Build
 
@@ -48,7 +64,7 @@ cli:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(CSI_OLM) ./cmd/csi-olm
 
 .PHONY: tools
-tools: ## Build the pinned tools (opm, controller-gen) into $(TOOLS_DIR)
+tools: ## Build the pinned tools (opm, controller-gen, kube binaries, etcd, kwok, OLM) into $(TOOLS_DIR)
 	@hack/tools.sh all >/dev/null
 
 .PHONY: generate
@@ -70,6 +86,7 @@ $(GENERATED_STAMP): $(API_SOURCES)
 .PHONY: verify
 verify: ## Regenerate CRDs and bundles, run gofmt, vet and go mod tidy; fail on any diff
 	$(GO) mod tidy
+	cd hack/tools/kube && $(GO) mod tidy
 	$(MAKE) generate bundle
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi

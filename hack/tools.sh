@@ -4,14 +4,52 @@
 #   hack/tools.sh <tool>...   build (if missing) and print the path of each tool
 #   hack/tools.sh all         build every tool
 #
-# Versions come from this module's go.mod (the `tool` block pins them), so a tool is always the
-# version the code is written against. The cache is keyed by tool and version: a second run
-# builds nothing, and a version bump builds the new one next to the old.
+# Versions are pinned in one place each, so a tool is always the version the code and the test bed
+# are written against:
+#   opm, controller-gen                      this module's go.mod (the `tool` block)
+#   kube-apiserver, kube-controller-manager, hack/tools/kube/go.mod, a separate tools module so
+#   kube-scheduler, etcd                     k8s.io/kubernetes never enters the main go.mod
+#   kwok                                     kwok_version below (built in its own module graph)
+#   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod)
+#   openshift-crds                           this module's github.com/openshift/api (prints the
+#                                            module's directory; the test bed reads its CRDs)
+# The cache is keyed by tool and version: a second run builds nothing (existence checks only), and
+# a version bump builds the new one next to the old. A group (the three kube binaries; olm, catalog
+# and the CRDs) is built together when any member is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+kwok_version=v0.7.0
+olm_version=v0.46.0
+olm_module=github.com/operator-framework/operator-lifecycle-manager
+
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
-all_tools=(opm controller-gen)
+kube_dir=hack/tools/kube
+all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler etcd kwok
+	olm catalog olm-crds openshift-crds)
+kube_bins=(kube-apiserver kube-controller-manager kube-scheduler)
+
+# Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
+# finished results can be mv'd into place, which never leaves a half-written tool behind.
+tmps=()
+cleanup() { [[ ${#tmps[@]} -eq 0 ]] || rm -rf "${tmps[@]}"; }
+trap cleanup EXIT
+# mktmp NAME: creates a temporary directory in the cache and sets tmp to it.
+mktmp() {
+	mkdir -p "$cache"
+	tmp=$(mktemp -d "$cache/.tmp.$1.XXXXXX")
+	tmps+=("$tmp")
+}
+
+# modver GO.MOD MODULE: the version MODULE is required at, read straight from GO.MOD (no `go list`,
+# which would load the module graph on every run).
+modver() {
+	local v
+	v=$(awk -v m="$2" '!/=>/ && $1 == "require" && $2 == m { print $3; exit }
+		!/=>/ && $1 == m && $2 ~ /^v/ { print $2; exit }' "$1")
+	[[ -n $v ]] || { echo "hack/tools.sh: $2 not required in $1" >&2; return 1; }
+	echo "$v"
+}
 
 # build NAME MODULE PACKAGE [go build flags...]
 build() {
@@ -24,10 +62,109 @@ build() {
 		echo "building $name $version into $out" >&2
 		mkdir -p "$(dirname "$out")"
 		# Build to a temporary name so an interrupted build never leaves a broken binary.
+		tmps+=("$out.tmp.$$")
 		go build "$@" -o "$out.tmp.$$" "$pkg"
 		mv -f "$out.tmp.$$" "$out"
 	fi
 	echo "$out"
+}
+
+# build_kube NAME: kube-apiserver, kube-controller-manager or kube-scheduler from k8s.io/kubernetes
+# as pinned in hack/tools/kube/go.mod; builds all three when one is missing.
+build_kube() {
+	local v b missing=0 tmp
+	v=$(modver "$kube_dir/go.mod" k8s.io/kubernetes)
+	for b in "${kube_bins[@]}"; do [[ -x $cache/$b/$v/$b ]] || missing=1; done
+	if ((missing)); then
+		echo "building ${kube_bins[*]} $v into $cache/<tool>/$v/" >&2
+		mktmp kube
+		local major=${v#v} minor
+		minor=${major#*.}
+		minor=${minor%%.*}
+		major=${major%%.*}
+		# Without the version stamp the server reports v0.0.0-master, which breaks OLM's
+		# minKubeVersion checks (DESIGN.md §5).
+		local ldflags="" p
+		for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			ldflags+=" -X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor"
+			ldflags+=" -X $p.gitTreeState=clean"
+		done
+		(cd "$kube_dir" && go build -ldflags "$ldflags" -o "$tmp/" \
+			"${kube_bins[@]/#/k8s.io/kubernetes/cmd/}")
+		for b in "${kube_bins[@]}"; do
+			mkdir -p "$cache/$b/$v"
+			mv -f "$tmp/$b" "$cache/$b/$v/$b"
+		done
+	fi
+	echo "$cache/$1/$v/$1"
+}
+
+# build_etcd: etcd from go.etcd.io/etcd/server/v3 as pinned in hack/tools/kube/go.mod, through the
+# three-line main in hack/tools/kube/cmd/etcd.
+build_etcd() {
+	local v out
+	v=$(modver "$kube_dir/go.mod" go.etcd.io/etcd/server/v3)
+	out="$cache/etcd/$v/etcd"
+	if [[ ! -x $out ]]; then
+		echo "building etcd $v into $out" >&2
+		mkdir -p "$(dirname "$out")"
+		tmps+=("$out.tmp.$$")
+		(cd "$kube_dir" && go build -o "$out.tmp.$$" ./cmd/etcd)
+		mv -f "$out.tmp.$$" "$out"
+	fi
+	echo "$out"
+}
+
+# build_kwok: kwok at kwok_version, with `go install pkg@version`, so exactly kwok's own go.mod
+# (which has no replaces), independent of this module's graph.
+build_kwok() {
+	local out="$cache/kwok/$kwok_version/kwok" tmp
+	if [[ ! -x $out ]]; then
+		echo "building kwok $kwok_version into $out" >&2
+		mktmp kwok
+		GOBIN="$tmp" go install \
+			-ldflags "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" \
+			"sigs.k8s.io/kwok/cmd/kwok@$kwok_version"
+		mkdir -p "$(dirname "$out")"
+		mv -f "$tmp/kwok" "$out"
+	fi
+	echo "$out"
+}
+
+# build_olm NAME: OLM's olm or catalog binary, or olm-crds (the directory of OLM's CRDs), at
+# olm_version. OLM only builds inside its own go.mod (DESIGN.md §5): copy the module out of the
+# module cache, make it writable, and build there with -mod=mod. (-tags json1 as OLM's Makefile.)
+build_olm() {
+	local v=$olm_version
+	local crds="$cache/olm/$v/crds" tmp src dir
+	if [[ ! -x $cache/olm/$v/olm || ! -x $cache/catalog/$v/catalog || ! -d $crds ]]; then
+		echo "building olm, catalog $v and copying CRDs into $cache/<tool>/$v/" >&2
+		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
+		mktmp olm
+		# Outside any module, so this module's go.mod/go.sum are never touched.
+		dir=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$olm_module@$v" |
+			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+		[[ -n $dir && -d $dir ]] || {
+			echo "hack/tools.sh: cannot download $olm_module@$v" >&2
+			return 1
+		}
+		src="$tmp/src"
+		cp -R "$dir" "$src"
+		chmod -R u+w "$src"
+		(cd "$src" && GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build -tags json1 \
+			-ldflags "-X $olm_module/pkg/version.OLMVersion=$v" -o "$tmp/bin/" ./cmd/olm ./cmd/catalog)
+		mkdir -p "$cache/olm/$v" "$cache/catalog/$v" "$tmp/crds"
+		cp "$src"/deploy/chart/crds/*.yaml "$tmp/crds/"
+		mv -f "$tmp/bin/olm" "$cache/olm/$v/olm"
+		mv -f "$tmp/bin/catalog" "$cache/catalog/$v/catalog"
+		rm -rf "$crds"
+		mv "$tmp/crds" "$crds"
+	fi
+	case $1 in
+	olm) echo "$cache/olm/$v/olm" ;;
+	catalog) echo "$cache/catalog/$v/catalog" ;;
+	olm-crds) echo "$crds" ;;
+	esac
 }
 
 tool() {
@@ -43,6 +180,17 @@ tool() {
 		;;
 	controller-gen)
 		build controller-gen sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen
+		;;
+	kube-apiserver | kube-controller-manager | kube-scheduler) build_kube "$1" ;;
+	etcd) build_etcd ;;
+	kwok) build_kwok ;;
+	olm | catalog | olm-crds) build_olm "$1" ;;
+	openshift-crds)
+		local v dir
+		v=$(modver go.mod github.com/openshift/api)
+		dir="$(go env GOMODCACHE)/github.com/openshift/api@$v"
+		[[ -d $dir ]] || go mod download github.com/openshift/api
+		echo "$dir"
 		;;
 	*)
 		echo "hack/tools.sh: unknown tool $1 (known: ${all_tools[*]})" >&2

@@ -7,6 +7,8 @@ import (
 	bundlegenerate "github.com/csi-olm/csi-olm/bundle/generate"
 	bundlevalidate "github.com/csi-olm/csi-olm/bundle/validate"
 	"github.com/csi-olm/csi-olm/internal/cli/version"
+	devdown "github.com/csi-olm/csi-olm/test/dev/down"
+	devup "github.com/csi-olm/csi-olm/test/dev/up"
 )
 
 // NewRoot returns the csi-olm root command.
@@ -23,6 +25,11 @@ AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between
 		Short: "Generate and validate OLM registry+v1 bundles",
 	}
 	bundle.AddCommand(bundlegenerate.NewCommand(), bundlevalidate.NewCommand())
-	root.AddCommand(version.NewCommand(), bundle)
+	dev := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a local Kubernetes cluster with OLM for trying the operators by hand",
+	}
+	dev.AddCommand(devup.NewCommand(), devdown.NewCommand())
+	root.AddCommand(version.NewCommand(), bundle, dev)
 	return root
 }

@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+// BenchmarkTestBed measures, per iteration, an API-server-only stack's start-up, an OLM stack's
+// start-up (full level, then OLM ready), a Subscription's install to Succeeded, a source switch
+// to AtLatestKnown, and the stack's total RSS. It reports the median of the iterations
+// (`make bench` runs 5).
+func BenchmarkTestBed(b *testing.B) {
+	samples := map[string][]float64{}
+	add := func(name string, v float64) { samples[name] = append(samples[name], v) }
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+
+		begin := time.Now()
+		api := testbed.StartT(b, testbed.APIServer)
+		add("apiserver-up-s", time.Since(begin).Seconds())
+		api.Stop()
+
+		f := startOLMFixture(ctx, b)
+		add("full-up-s", f.stack.Timings["full"].Seconds())
+		add("olm-ready-s", f.stack.Timings["olm"].Seconds())
+		c, ns := f.stack.Client, testbed.OperatorsNamespace
+
+		begin = time.Now()
+		if err := f.subscribe(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := testbed.WaitForCSV(ctx, c, ns, communityHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+			b.Fatal(err)
+		}
+		add("subscription-succeeded-s", time.Since(begin).Seconds())
+
+		begin = time.Now()
+		if err := f.switchSource(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown", testbed.AtLatestKnown(certifiedHeadCSV)); err != nil {
+			b.Fatal(err)
+		}
+		add("switch-atlatest-s", time.Since(begin).Seconds())
+		add("stack-rss-MiB", float64(f.stack.RSS())/(1<<20))
+		f.stack.Stop()
+		cancel()
+	}
+	for name, values := range samples {
+		b.ReportMetric(median(values), name)
+	}
+	// Wall time per iteration says nothing here; the metrics above are the figures.
+	b.ReportMetric(0, "ns/op")
+}
+
+func median(values []float64) float64 {
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}

@@ -1,0 +1,82 @@
+// Package e2e holds the end-to-end tests that run against the local test bed (`make e2e`).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+// runDir holds every stack this test binary starts; the leak check looks for processes that
+// carry it in their environment.
+var runDir string
+
+func TestMain(m *testing.M) {
+	var err error
+	if runDir, err = os.MkdirTemp("", "csi-olm-e2e-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// t.TempDir() follows TMPDIR, so every stack directory lands under runDir.
+	os.Setenv("TMPDIR", runDir)
+	code := m.Run()
+	if pids := waitForNoSurvivors(runDir, 10*time.Second); len(pids) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: test bed processes survived the tests: %v (killed now)\n", pids)
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		code = 1
+	}
+	os.RemoveAll(runDir)
+	os.Exit(code)
+}
+
+// waitForNoSurvivors gives processes killed a moment ago time to disappear, and returns those
+// that do not.
+func waitForNoSurvivors(marker string, within time.Duration) []int {
+	deadline := time.Now().Add(within)
+	for {
+		pids := testbed.Survivors(marker)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return pids
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestControlPlane(t *testing.T) {
+	t.Parallel()
+	s := testbed.StartT(t, testbed.APIServer)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	disco, err := discoveryFor(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := disco.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil || string(body) != "ok" {
+		t.Fatalf("/readyz = %q, %v", body, err)
+	}
+	version, err := disco.ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// OLM's minKubeVersion checks compare against this: it must be a real release.
+	if version.GitVersion != "v1.36.3" {
+		t.Errorf("API server reports %q, want v1.36.3", version.GitVersion)
+	}
+
+	s.Stop()
+	if pids := waitForNoSurvivors(s.Dir, 5*time.Second); len(pids) > 0 {
+		t.Errorf("processes survived Stop: %v", pids)
+	}
+	if _, err := disco.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err == nil {
+		t.Error("the API server still answers after Stop")
+	}
+}

@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+const (
+	efsPackage       = "aws-efs-operator"
+	communitySource  = "community-operators"
+	certifiedSource  = "certified-operators"
+	communityHeadCSV = "aws-efs-operator.v0.0.8"
+	certifiedHeadCSV = "aws-efs-csi-driver-operator.v4.11.0"
+)
+
+// olmFixture is an OLM stack serving two catalogs built from the committed bundles: the
+// community aws-efs-operator (0.0.6 -> 0.0.8) and the supported operator in the same package
+// and channel (4.10.0 -> 4.11.0, skipping every community version).
+type olmFixture struct {
+	stack *testbed.Stack
+}
+
+func bundleDir(version string) string {
+	return filepath.Join("..", "..", "bundle", efsPackage, version)
+}
+
+func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
+	t.Helper()
+	s := testbed.StartT(t, testbed.OLM)
+	crds, err := testbed.OpenShiftCRDs(s.Tools().OpenShiftCRDs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The supported CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it.
+	if err := testbed.InstallCRDs(ctx, s.Client, crds...); err != nil {
+		t.Fatal(err)
+	}
+	catalogs := map[string]testbed.CatalogPackage{
+		communitySource: {
+			Name: efsPackage, DefaultChannel: "stable", Channel: "stable",
+			Entries: []declcfg.ChannelEntry{
+				{Name: "aws-efs-operator.v0.0.6"},
+				{Name: "aws-efs-operator.v0.0.7", Replaces: "aws-efs-operator.v0.0.6"},
+				{Name: communityHeadCSV, Replaces: "aws-efs-operator.v0.0.7"},
+			},
+			BundleDirs: []string{bundleDir("0.0.6"), bundleDir("0.0.7"), bundleDir("0.0.8")},
+		},
+		certifiedSource: {
+			Name: efsPackage, DefaultChannel: "stable", Channel: "stable",
+			Entries: []declcfg.ChannelEntry{
+				{Name: "aws-efs-csi-driver-operator.v4.10.0", Replaces: communityHeadCSV, SkipRange: ">=0.0.6 <4.10.0"},
+				{Name: certifiedHeadCSV, Replaces: "aws-efs-csi-driver-operator.v4.10.0", SkipRange: ">=0.0.6 <4.11.0"},
+			},
+			BundleDirs: []string{bundleDir("4.10.0"), bundleDir("4.11.0")},
+		},
+	}
+	for name, pkg := range catalogs {
+		dir := filepath.Join(s.Dir, "catalogs", name)
+		if err := testbed.WriteCatalog(ctx, s.Tools().Opm, dir, pkg); err != nil {
+			t.Fatal(err)
+		}
+		addr, err := s.ServeCatalog(ctx, name, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CreateCatalogSource(ctx, testbed.OLMNamespace, name, addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &olmFixture{stack: s}
+}
+
+// subscribe creates the community Subscription, as an admin does from OperatorHub.
+func (f *olmFixture) subscribe(ctx context.Context) error {
+	return f.stack.Client.Create(ctx, &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: efsPackage, Namespace: testbed.OperatorsNamespace},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			Package: efsPackage, Channel: "stable",
+			CatalogSource: communitySource, CatalogSourceNamespace: testbed.OLMNamespace,
+			InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
+		},
+	})
+}
+
+// switchSource edits only spec.source, as DESIGN.md §4 documents for admins.
+func (f *olmFixture) switchSource(ctx context.Context) error {
+	var sub operatorsv1alpha1.Subscription
+	key := client.ObjectKey{Namespace: testbed.OperatorsNamespace, Name: efsPackage}
+	if err := f.stack.Client.Get(ctx, key, &sub); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(sub.DeepCopy())
+	sub.Spec.CatalogSource = certifiedSource
+	return f.stack.Client.Patch(ctx, &sub, patch)
+}
+
+func TestInstallAndSourceSwitch(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := startOLMFixture(ctx, t)
+	c := f.stack.Client
+	ns := testbed.OperatorsNamespace
+
+	if err := f.subscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+communityHeadCSV, testbed.AtLatestKnown(communityHeadCSV)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WaitForCSV(ctx, c, ns, communityHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WaitForDeploymentAvailable(ctx, c, ns, "aws-efs-operator"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := f.switchSource(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, testbed.AtLatestKnown(certifiedHeadCSV))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Spec.Channel != "stable" || sub.Spec.Package != efsPackage {
+		t.Errorf("the switch changed more than the source: %+v", sub.Spec)
+	}
+	if err := testbed.WaitForCSV(ctx, c, ns, certifiedHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WaitForDeploymentAvailable(ctx, c, ns, "aws-efs-csi-driver-operator"); err != nil {
+		t.Fatal(err)
+	}
+	// OLM removes the replaced CSV once its successor succeeded.
+	err = waitFor(ctx, func() bool {
+		var old operatorsv1alpha1.ClusterServiceVersion
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: communityHeadCSV}, &old))
+	})
+	if err != nil {
+		t.Errorf("the community CSV was not replaced: %v", err)
+	}
+}
+
+func waitFor(ctx context.Context, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return nil
+}

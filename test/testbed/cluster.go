@@ -1,0 +1,214 @@
+package testbed
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Scheme knows the Kubernetes, CRD and OLM types the test bed's client works with.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
+
+// NodeName is the kwok node of a Full stack.
+const NodeName = "kwok-node-0"
+
+// OLM's namespaces and the OperatorGroup that makes every namespace a target (AllNamespaces).
+const (
+	OLMNamespace       = "olm"
+	OperatorsNamespace = "operators"
+	GlobalOperatorGrp  = "global-operators"
+)
+
+// startNodes runs the controller-manager, the scheduler and kwok, and registers one node that
+// kwok keeps Ready: pods get scheduled and "run", so Deployments become Available.
+func (s *Stack) startNodes(ctx context.Context) error {
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
+	kubeconfigFlags := []string{"--kubeconfig=" + s.Kubeconfig, "--authentication-kubeconfig=" + s.Kubeconfig, "--authorization-kubeconfig=" + s.Kubeconfig}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+
+	kcm, err := s.start("kube-controller-manager", nil, s.opts.Tools.ControllerManager, append(kubeconfigFlags,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(kcmPort),
+		"--leader-elect=false",
+		"--service-account-private-key-file="+filepath.Join(s.Dir, "sa.key"),
+		"--root-ca-file="+filepath.Join(s.Dir, "apiserver-certs", "apiserver.crt"),
+		"--use-service-account-credentials=false",
+		"--v=1")...)
+	if err != nil {
+		return err
+	}
+	sched, err := s.start("kube-scheduler", nil, s.opts.Tools.Scheduler, append(kubeconfigFlags,
+		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(schedPort),
+		"--leader-elect=false", "--v=1")...)
+	if err != nil {
+		return err
+	}
+	// kwok's lease must outlive the node monitor grace period, else the node flaps NotReady.
+	kwok, err := s.start("kwok", nil, s.opts.Tools.Kwok,
+		"--kubeconfig="+s.Kubeconfig, "--manage-all-nodes=true", "--node-lease-duration-seconds=40",
+		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort), "--node-ip=127.0.0.1", "--cidr=10.244.0.0/16")
+	if err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		p    *process
+		port int
+	}{{kcm, kcmPort}, {sched, schedPort}} {
+		url := "https://127.0.0.1:" + strconv.Itoa(c.port) + "/healthz"
+		if err := poll(ctx, c.p, c.p.Name+" /healthz", func(ctx context.Context) error { return httpOK(ctx, insecure, url, "") }); err != nil {
+			return err
+		}
+	}
+	if err := s.Client.Create(ctx, fakeNode()); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("registering node %s: %w", NodeName, err)
+	}
+	return poll(ctx, kwok, "node "+NodeName+" Ready", func(ctx context.Context) error {
+		var node corev1.Node
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: NodeName}, &node); err != nil {
+			return err
+		}
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return fmt.Errorf("node %s is not Ready", NodeName)
+	})
+}
+
+// fakeNode is a node that is both worker and control plane, so operators that prefer control
+// plane nodes and DaemonSets that want workers all land on it.
+func fakeNode() *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("250"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: NodeName,
+			Labels: map[string]string{
+				"kubernetes.io/hostname": NodeName, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+				"node-role.kubernetes.io/worker": "", "node-role.kubernetes.io/master": "", "node-role.kubernetes.io/control-plane": "",
+				"type": "kwok",
+			},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
+// startOLM installs OLM's CRDs, namespaces and global OperatorGroup and runs its olm and catalog
+// operators as local processes. Both operators hard-code :8080 for health and metrics; the
+// test bed never reads it, and a second instance only logs the failed bind.
+func (s *Stack) startOLM(ctx context.Context) error {
+	crds, err := ReadCRDDir(s.opts.Tools.OLMCRDs)
+	if err != nil {
+		return err
+	}
+	if err := InstallCRDs(ctx, s.Client, crds...); err != nil {
+		return err
+	}
+	for _, ns := range []string{OLMNamespace, OperatorsNamespace} {
+		if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	og := &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: GlobalOperatorGrp, Namespace: OperatorsNamespace}}
+	if err := s.Client.Create(ctx, og); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	env := []string{"KUBECONFIG=" + s.Kubeconfig}
+	olm, err := s.start("olm", env, s.opts.Tools.OLM,
+		"--namespace="+OLMNamespace, "--writeStatusName=", "--writePackageServerStatusName=")
+	if err != nil {
+		return err
+	}
+	// Images are never pulled: bundles are served with their objects embedded.
+	catalog, err := s.start("catalog", env, s.opts.Tools.Catalog,
+		"--kubeconfig="+s.Kubeconfig, "--namespace="+OLMNamespace, "--writeStatusName=",
+		"--configmapServerImage=testbed.invalid/configmap-server", "--opmImage=testbed.invalid/opm", "--util-image=testbed.invalid/util")
+	if err != nil {
+		return err
+	}
+	// OLM is ready once the olm operator has resolved the global OperatorGroup's namespaces.
+	if err := poll(ctx, olm, "OperatorGroup "+GlobalOperatorGrp+" status", func(ctx context.Context) error {
+		var got operatorsv1.OperatorGroup
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(og), &got); err != nil {
+			return err
+		}
+		if len(got.Status.Namespaces) == 0 {
+			return fmt.Errorf("OperatorGroup has no status yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if done, err := catalog.exited(); done {
+		return fmt.Errorf("catalog operator exited (%v):\n%s", err, Tail(catalog.Log, 20))
+	}
+	return nil
+}
+
+// ReadCRDDir reads every CRD manifest in a directory.
+func ReadCRDDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading CRDs: %w", err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, e := range entries {
+		if e.IsDir() || filepath.Ext(e.Name()) != ".yaml" {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		crd, err := DecodeCRD(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds, nil
+}
+
+// deploymentAvailable reports whether a Deployment has its Available condition.
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

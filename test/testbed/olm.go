@@ -1,0 +1,162 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ServeCatalog runs `opm serve` on a file-based catalog directory, on a free port, and returns
+// the address once the registry answers gRPC health checks.
+func (s *Stack) ServeCatalog(ctx context.Context, name, dir string) (string, error) {
+	if s.opts.Tools.Opm == "" {
+		return "", fmt.Errorf("no opm binary: `make tools` builds it")
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	p, err := s.start("opm-"+name, nil, s.opts.Tools.Opm, "serve", dir,
+		"-p", strconv.Itoa(port),
+		"--cache-dir", filepath.Join(s.Dir, "opm-cache-"+name), "--cache-enforce-integrity=false",
+		"--pprof-addr=", "-t", filepath.Join(s.Dir, "logs", "opm-"+name+".termination"))
+	if err != nil {
+		return "", err
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	health := healthpb.NewHealthClient(conn)
+	err = poll(ctx, p, "opm serve "+dir, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		resp, err := health.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return err
+		}
+		if resp.Status != healthpb.HealthCheckResponse_SERVING {
+			return fmt.Errorf("registry is %s", resp.Status)
+		}
+		return nil
+	})
+	return addr, err
+}
+
+// CreateCatalogSource points a grpc CatalogSource at a served catalog and waits until OLM's
+// catalog operator reports it READY.
+func (s *Stack) CreateCatalogSource(ctx context.Context, namespace, name, addr string) error {
+	cs := &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: operatorsv1alpha1.CatalogSourceSpec{
+			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
+			Address:     addr,
+			DisplayName: name,
+			Publisher:   "csi-olm test bed",
+		},
+	}
+	if err := s.Client.Create(ctx, cs); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CatalogSource %s/%s: %w", namespace, name, err)
+	}
+	return poll(ctx, nil, "CatalogSource "+namespace+"/"+name+" READY", func(ctx context.Context) error {
+		var got operatorsv1alpha1.CatalogSource
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(cs), &got); err != nil {
+			return err
+		}
+		if st := got.Status.GRPCConnectionState; st != nil && st.LastObservedState == "READY" {
+			return nil
+		}
+		return fmt.Errorf("connection state %+v", got.Status.GRPCConnectionState)
+	})
+}
+
+// WaitForSubscription waits until a Subscription satisfies cond. On timeout the error shows the
+// Subscription's state and every condition, which usually says why OLM is stuck.
+func WaitForSubscription(ctx context.Context, c client.Client, namespace, name, want string, cond func(*operatorsv1alpha1.Subscription) bool) (*operatorsv1alpha1.Subscription, error) {
+	var sub operatorsv1alpha1.Subscription
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	for {
+		err := c.Get(ctx, key, &sub)
+		if err == nil && cond(&sub) {
+			return &sub, nil
+		}
+		select {
+		case <-ctx.Done():
+			return &sub, fmt.Errorf("Subscription %s/%s did not reach %s: %w\n%s", namespace, name, want, ctx.Err(), DescribeSubscription(&sub, err))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// DescribeSubscription renders the parts of a Subscription's status that explain its progress.
+func DescribeSubscription(sub *operatorsv1alpha1.Subscription, getErr error) string {
+	if getErr != nil {
+		return "  cannot read it: " + getErr.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "  spec: source=%s/%s package=%s channel=%s\n", sub.Spec.CatalogSourceNamespace, sub.Spec.CatalogSource, sub.Spec.Package, sub.Spec.Channel)
+	fmt.Fprintf(&b, "  state=%q currentCSV=%q installedCSV=%q", sub.Status.State, sub.Status.CurrentCSV, sub.Status.InstalledCSV)
+	if ip := sub.Status.InstallPlanRef; ip != nil {
+		fmt.Fprintf(&b, " installPlan=%s", ip.Name)
+	}
+	b.WriteString("\n  conditions:")
+	if len(sub.Status.Conditions) == 0 {
+		b.WriteString(" none")
+	}
+	for _, c := range sub.Status.Conditions {
+		fmt.Fprintf(&b, "\n    %s=%s reason=%s: %s", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return b.String()
+}
+
+// AtLatestKnown is true once a Subscription has installed the newest CSV its channel offers.
+func AtLatestKnown(csv string) func(*operatorsv1alpha1.Subscription) bool {
+	return func(s *operatorsv1alpha1.Subscription) bool {
+		return s.Status.State == operatorsv1alpha1.SubscriptionStateAtLatest && (csv == "" || s.Status.InstalledCSV == csv)
+	}
+}
+
+// WaitForCSV waits until a CSV reaches a phase, reporting its last phase, reason and message.
+func WaitForCSV(ctx context.Context, c client.Client, namespace, name string, phase operatorsv1alpha1.ClusterServiceVersionPhase) error {
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	for {
+		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &csv)
+		if err == nil && csv.Status.Phase == phase {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("CSV %s/%s did not reach %s: %w (phase=%q reason=%q message=%q, get error: %v)",
+				namespace, name, phase, ctx.Err(), csv.Status.Phase, csv.Status.Reason, csv.Status.Message, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// WaitForDeploymentAvailable waits until a Deployment reports Available.
+func WaitForDeploymentAvailable(ctx context.Context, c client.Client, namespace, name string) error {
+	return poll(ctx, nil, "Deployment "+namespace+"/"+name+" Available", func(ctx context.Context) error {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d); err != nil {
+			return err
+		}
+		if !deploymentAvailable(&d) {
+			return fmt.Errorf("status %+v", d.Status)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,230 @@
+package testbed
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// MarkerEnv is set on every process a stack starts, with the stack's directory as value, so a
+// leak check can find any survivor by reading /proc/<pid>/environ.
+const MarkerEnv = "CSI_OLM_TESTBED"
+
+// process is one component of a stack: a binary running in its own process group with its
+// output in a log file.
+type process struct {
+	Name string `json:"name"`
+	PID  int    `json:"pid"`
+	Log  string `json:"log"`
+	// Stack is the MarkerEnv value the process carries; stop checks it so that a recycled PID
+	// is never killed.
+	Stack string `json:"stack"`
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// startProcess runs a binary in its own process group. When detached, the process survives the
+// caller (dev up); otherwise the kernel kills it if the caller dies first (test timeouts kill
+// the test binary without running cleanups).
+func startProcess(stackDir, name string, detached bool, env []string, bin string, args ...string) (*process, error) {
+	logPath := filepath.Join(stackDir, "logs", name+".log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = stackDir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Env = append(append(os.Environ(), MarkerEnv+"="+stackDir), env...)
+	if detached {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
+	}
+	p := &process{Name: name, PID: cmd.Process.Pid, Log: logPath, Stack: stackDir, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended, and how.
+func (p *process) exited() (bool, error) {
+	if p.done == nil {
+		return !alive(p.PID), nil
+	}
+	select {
+	case <-p.done:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs it. A process that
+// has already ended, or whose PID now belongs to someone else, is left alone.
+func (p *process) stop(grace time.Duration) {
+	if !alive(p.PID) || !hasMarker(p.PID, p.Stack) {
+		return
+	}
+	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if !groupAlive(p.PID) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+	for end := time.Now().Add(5 * time.Second); groupAlive(p.PID) && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// hasMarker reports whether a process carries the MarkerEnv value of a stack.
+func hasMarker(pid int, stack string) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	want := MarkerEnv + "=" + stack
+	for _, kv := range splitNUL(raw) {
+		if string(kv) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// RSS returns the resident memory of a process in bytes, 0 when it is gone.
+func RSS(pid int) uint64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb uint64
+			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil && !zombie(pid)
+}
+
+func groupAlive(pgid int) bool {
+	return syscall.Kill(-pgid, 0) == nil && !zombie(pgid)
+}
+
+func zombie(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name.
+	if i := strings.LastIndexByte(string(raw), ')'); i >= 0 && i+2 < len(raw) {
+		return raw[i+2] == 'Z'
+	}
+	return false
+}
+
+// Tail returns the last n lines of a file.
+func Tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Survivors returns the PIDs of processes whose environment carries MarkerEnv, with the value
+// prefix given ("" for any stack).
+func Survivors(prefix string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	marker := []byte(MarkerEnv + "=" + prefix)
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || zombie(pid) {
+			continue
+		}
+		for _, kv := range splitNUL(raw) {
+			if len(kv) >= len(marker) && string(kv[:len(marker)]) == string(marker) {
+				pids = append(pids, pid)
+				break
+			}
+		}
+	}
+	return pids
+}
+
+func splitNUL(b []byte) [][]byte {
+	var out [][]byte
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			out = append(out, b[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, b[start:])
+}
+
+// poll calls check until it returns nil, the context ends or the process dies.
+func poll(ctx context.Context, p *process, what string, check func(context.Context) error) error {
+	var last error
+	for {
+		if err := check(ctx); err == nil {
+			return nil
+		} else {
+			last = err
+		}
+		if p != nil {
+			if done, err := p.exited(); done {
+				return fmt.Errorf("%s exited while waiting for %s (%v); log tail:\n%s", p.Name, what, err, Tail(p.Log, 20))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last check: %v)", what, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
