@@ -26,7 +26,13 @@ GENERATED_STAMP := $(BIN)/.generated
 ##@ Main
 
 .PHONY: catalog
-catalog: bundle ## Generate and validate the bundles (and, once they exist, the catalogs): the main job
+catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and draw the upgrade graphs: the main job
+	$(CSI_OLM) catalog generate --bundles bundle --output catalog
+	$(CSI_OLM) catalog validate catalog/community --bundles bundle
+	$(CSI_OLM) catalog validate catalog/certified --community catalog/community --bundles bundle
+	rm -rf catalog/graphs
+	$(CSI_OLM) catalog graph catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
+	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 
 .PHONY: test
 test: tools ## Run the tests (unit, golden, real-opm and real-apiserver tests)
@@ -63,6 +69,13 @@ build: cli ## Build the binaries into bin/
 cli:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(CSI_OLM) ./cmd/csi-olm
 
+.PHONY: graphviz
+graphviz: ## Install Graphviz from Debian's packages when dot is missing (for the graph pictures)
+	@command -v dot >/dev/null || { \
+		echo "installing graphviz (apt-get)"; \
+		sudo=; [[ $$(id -u) -eq 0 ]] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq graphviz >/dev/null; }
+
 .PHONY: tools
 tools: ## Build the pinned tools (opm, controller-gen, kube binaries, etcd, kwok, OLM) into $(TOOLS_DIR)
 	@hack/tools.sh all >/dev/null
@@ -84,10 +97,10 @@ $(GENERATED_STAMP): $(API_SOURCES)
 ##@ Checks
 
 .PHONY: verify
-verify: ## Regenerate CRDs and bundles, run gofmt, vet and go mod tidy; fail on any diff
+verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go mod tidy; fail on any diff
 	$(GO) mod tidy
 	cd hack/tools/kube && $(GO) mod tidy
-	$(MAKE) generate bundle
+	$(MAKE) generate catalog
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...

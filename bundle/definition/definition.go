@@ -73,6 +73,10 @@ type Operator struct {
 
 	// Waivers explain validator warnings that are expected for this operator.
 	Waivers []Waiver
+
+	// Deprecation, when set, deprecates the operator's package in its catalog with this message
+	// (an olm.deprecations entry, which OLM shows on Subscriptions).
+	Deprecation string
 }
 
 // Catalog names the file-based catalog an operator is published in.

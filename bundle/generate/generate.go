@@ -4,7 +4,6 @@ package generate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/validation"
+	"github.com/csi-olm/csi-olm/internal/fsutil"
 )
 
 // Generate writes bundles to OutputDir/<package>/<version>/.
@@ -82,7 +82,7 @@ func (g *Generate) Run(ctx context.Context) error {
 		}
 	}
 	for _, pkg := range packages {
-		if err := replaceDir(filepath.Join(staging, pkg), filepath.Join(g.OutputDir, pkg), staging+".old-"+pkg); err != nil {
+		if err := fsutil.ReplaceDir(filepath.Join(staging, pkg), filepath.Join(g.OutputDir, pkg), staging+".old-"+pkg); err != nil {
 			return err
 		}
 	}
@@ -120,31 +120,6 @@ func writeBundle(dir string, b *build.Bundle) error {
 		if err := os.WriteFile(p, content, 0o644); err != nil {
 			return fmt.Errorf("writing %s: %w", b.CSVName, err)
 		}
-	}
-	return nil
-}
-
-// replaceDir moves src to dst, putting any existing dst aside first and back if the move fails,
-// so dst is always either the old or the new package, never a mix. aside lies outside the
-// staging directory so that a failed restore never loses the old content.
-func replaceDir(src, dst, aside string) error {
-	hadOld := true
-	if err := os.Rename(dst, aside); err != nil {
-		if !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("moving %s aside: %w", dst, err)
-		}
-		hadOld = false
-	}
-	if err := os.Rename(src, dst); err != nil {
-		if hadOld {
-			if restoreErr := os.Rename(aside, dst); restoreErr != nil {
-				return fmt.Errorf("replacing %s: %w (and restoring it failed: %v; the old content is in %s)", dst, err, restoreErr, aside)
-			}
-		}
-		return fmt.Errorf("replacing %s: %w", dst, err)
-	}
-	if err := os.RemoveAll(aside); err != nil {
-		return fmt.Errorf("removing the previous %s: %w", dst, err)
 	}
 	return nil
 }

@@ -2,10 +2,14 @@
 package cli
 
 import (
+	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
 
 	bundlegenerate "github.com/csi-olm/csi-olm/bundle/generate"
 	bundlevalidate "github.com/csi-olm/csi-olm/bundle/validate"
+	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
+	cataloggraph "github.com/csi-olm/csi-olm/catalog/graph"
+	catalogvalidate "github.com/csi-olm/csi-olm/catalog/validate"
 	"github.com/csi-olm/csi-olm/internal/cli/version"
 	devdown "github.com/csi-olm/csi-olm/test/dev/down"
 	devup "github.com/csi-olm/csi-olm/test/dev/up"
@@ -13,6 +17,8 @@ import (
 
 // NewRoot returns the csi-olm root command.
 func NewRoot() *cobra.Command {
+	// operator-registry's bundle parser logs every optional file it does not find.
+	logrus.SetLevel(logrus.WarnLevel)
 	root := &cobra.Command{
 		Use:   "csi-olm",
 		Short: "Build, check and migrate the OLM packages of OpenShift's optional CSI drivers",
@@ -25,11 +31,16 @@ AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between
 		Short: "Generate and validate OLM registry+v1 bundles",
 	}
 	bundle.AddCommand(bundlegenerate.NewCommand(), bundlevalidate.NewCommand())
+	catalog := &cobra.Command{
+		Use:   "catalog",
+		Short: "Generate, validate and draw file-based catalogs",
+	}
+	catalog.AddCommand(cataloggenerate.NewCommand(), catalogvalidate.NewCommand(), cataloggraph.NewCommand())
 	dev := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local Kubernetes cluster with OLM for trying the operators by hand",
 	}
 	dev.AddCommand(devup.NewCommand(), devdown.NewCommand())
-	root.AddCommand(version.NewCommand(), bundle, dev)
+	root.AddCommand(version.NewCommand(), bundle, catalog, dev)
 	return root
 }

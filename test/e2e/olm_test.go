@@ -7,7 +7,6 @@ import (
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,15 +22,10 @@ const (
 	certifiedHeadCSV = "aws-efs-csi-driver-operator.v4.11.0"
 )
 
-// olmFixture is an OLM stack serving two catalogs built from the committed bundles: the
-// community aws-efs-operator (0.0.6 -> 0.0.8) and the supported operator in the same package
-// and channel (4.10.0 -> 4.11.0, skipping every community version).
+// olmFixture is an OLM stack serving the project's offline catalogs, catalog/community and
+// catalog/certified, as CatalogSources community-operators and certified-operators.
 type olmFixture struct {
 	stack *testbed.Stack
-}
-
-func bundleDir(version string) string {
-	return filepath.Join("..", "..", "bundle", efsPackage, version)
 }
 
 func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
@@ -45,31 +39,8 @@ func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
 	if err := testbed.InstallCRDs(ctx, s.Client, crds...); err != nil {
 		t.Fatal(err)
 	}
-	catalogs := map[string]testbed.CatalogPackage{
-		communitySource: {
-			Name: efsPackage, DefaultChannel: "stable", Channel: "stable",
-			Entries: []declcfg.ChannelEntry{
-				{Name: "aws-efs-operator.v0.0.6"},
-				{Name: "aws-efs-operator.v0.0.7", Replaces: "aws-efs-operator.v0.0.6"},
-				{Name: communityHeadCSV, Replaces: "aws-efs-operator.v0.0.7"},
-			},
-			BundleDirs: []string{bundleDir("0.0.6"), bundleDir("0.0.7"), bundleDir("0.0.8")},
-		},
-		certifiedSource: {
-			Name: efsPackage, DefaultChannel: "stable", Channel: "stable",
-			Entries: []declcfg.ChannelEntry{
-				{Name: "aws-efs-csi-driver-operator.v4.10.0", Replaces: communityHeadCSV, SkipRange: ">=0.0.6 <4.10.0"},
-				{Name: certifiedHeadCSV, Replaces: "aws-efs-csi-driver-operator.v4.10.0", SkipRange: ">=0.0.6 <4.11.0"},
-			},
-			BundleDirs: []string{bundleDir("4.10.0"), bundleDir("4.11.0")},
-		},
-	}
-	for name, pkg := range catalogs {
-		dir := filepath.Join(s.Dir, "catalogs", name)
-		if err := testbed.WriteCatalog(ctx, s.Tools().Opm, dir, pkg); err != nil {
-			t.Fatal(err)
-		}
-		addr, err := s.ServeCatalog(ctx, name, dir)
+	for name, dir := range map[string]string{communitySource: "community", certifiedSource: "certified"} {
+		addr, err := s.ServeCatalog(ctx, name, filepath.Join("..", "..", "catalog", dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,13 +51,13 @@ func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
 	return &olmFixture{stack: s}
 }
 
-// subscribe creates the community Subscription, as an admin does from OperatorHub.
-func (f *olmFixture) subscribe(ctx context.Context) error {
+// subscribe creates a Subscription, as an admin does from OperatorHub.
+func (f *olmFixture) subscribe(ctx context.Context, pkg, channel, source string) error {
 	return f.stack.Client.Create(ctx, &operatorsv1alpha1.Subscription{
-		ObjectMeta: metav1.ObjectMeta{Name: efsPackage, Namespace: testbed.OperatorsNamespace},
+		ObjectMeta: metav1.ObjectMeta{Name: pkg, Namespace: testbed.OperatorsNamespace},
 		Spec: &operatorsv1alpha1.SubscriptionSpec{
-			Package: efsPackage, Channel: "stable",
-			CatalogSource: communitySource, CatalogSourceNamespace: testbed.OLMNamespace,
+			Package: pkg, Channel: channel,
+			CatalogSource: source, CatalogSourceNamespace: testbed.OLMNamespace,
 			InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
 		},
 	})
@@ -112,7 +83,7 @@ func TestInstallAndSourceSwitch(t *testing.T) {
 	c := f.stack.Client
 	ns := testbed.OperatorsNamespace
 
-	if err := f.subscribe(ctx); err != nil {
+	if err := f.subscribe(ctx, efsPackage, "stable", communitySource); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+communityHeadCSV, testbed.AtLatestKnown(communityHeadCSV)); err != nil {
@@ -160,4 +131,35 @@ func waitFor(ctx context.Context, cond func() bool) error {
 		}
 	}
 	return nil
+}
+
+// TestCertifiedCatalogInstallsEveryOperator installs each operator of the offline certified
+// catalog through a Subscription on its default channel, as OperatorHub does.
+func TestCertifiedCatalogInstallsEveryOperator(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := startOLMFixture(ctx, t)
+	c, ns := f.stack.Client, testbed.OperatorsNamespace
+	operators := []struct{ pkg, channel, csv, deployment string }{
+		{efsPackage, "stable", certifiedHeadCSV, "aws-efs-csi-driver-operator"},
+		{"aws-ebs-csi-driver-operator", "preview", "aws-ebs-csi-driver-operator.v4.5.0", "aws-ebs-csi-driver-operator"},
+		{"manila-csi-driver-operator", "stable", "manila-csi-driver-operator.v4.5.0", "csi-driver-manila-operator"},
+	}
+	for _, op := range operators {
+		if err := f.subscribe(ctx, op.pkg, op.channel, certifiedSource); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, op := range operators {
+		if _, err := testbed.WaitForSubscription(ctx, c, ns, op.pkg, "AtLatestKnown "+op.csv, testbed.AtLatestKnown(op.csv)); err != nil {
+			t.Fatal(err)
+		}
+		if err := testbed.WaitForCSV(ctx, c, ns, op.csv, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+			t.Fatal(err)
+		}
+		if err := testbed.WaitForDeploymentAvailable(ctx, c, ns, op.deployment); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -24,6 +24,11 @@ func (s *Stack) ServeCatalog(ctx context.Context, name, dir string) (string, err
 	if s.opts.Tools.Opm == "" {
 		return "", fmt.Errorf("no opm binary: `make tools` builds it")
 	}
+	// Processes run in the stack's directory: relative paths would point elsewhere.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
 	port, err := freePort()
 	if err != nil {
 		return "", err

@@ -90,6 +90,10 @@ func Operator() d.Operator {
 			d.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, d.ReadOnly),
 		},
 
+		Deprecation: "The community aws-efs-operator is deprecated. Switch this Subscription's spec.source to the " +
+			"certified catalog (same package and channel): the supported AWS EFS CSI Driver Operator replaces it and, once " +
+			"ClusterCSIDriver efs.csi.aws.com is created, adopts the running driver in place. SharedVolumes keep working.",
+
 		DeploymentName: Name,
 		Deployment:     deployment,
 		Releases: []d.Release{

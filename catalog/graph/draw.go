@@ -1,0 +1,77 @@
+package graph
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DOT renders a package graph for Graphviz: channels are clusters, the head is bold, foreign
+// nodes are dashed; replaces edges are solid, skips dashed, skipRange dotted.
+func DOT(g Package) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph %q {\n", g.title())
+	b.WriteString("  rankdir=LR;\n  labelloc=t;\n")
+	fmt.Fprintf(&b, "  label=%q;\n", g.title()+" upgrade graph")
+	b.WriteString("  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
+	for i, ch := range g.Channels {
+		label := "channel " + ch.Name
+		if ch.Default {
+			label += " (default)"
+		}
+		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%q;\n    labelloc=b;\n", i, label)
+		for _, n := range ch.Nodes {
+			if n.Head {
+				fmt.Fprintf(&b, "    %q [label=%q, style=\"rounded,bold\", penwidth=2.5];\n", n.ID, n.Label+"\nhead")
+			} else {
+				fmt.Fprintf(&b, "    %q [label=%q];\n", n.ID, n.Label)
+			}
+		}
+		b.WriteString("  }\n")
+	}
+	for _, n := range g.Foreign {
+		fmt.Fprintf(&b, "  %q [label=%q, style=\"rounded,dashed\"];\n", n.ID, n.Label)
+	}
+	style := map[EdgeKind]string{Replaces: "solid", Skips: "dashed", SkipRange: "dotted"}
+	for _, e := range g.Edges {
+		fmt.Fprintf(&b, "  %q -> %q [label=%q, style=%s];\n", e.From, e.To, string(e.Kind), style[e.Kind])
+	}
+	b.WriteString("}\n")
+	return []byte(b.String())
+}
+
+// Mermaid renders a package graph as a Mermaid flowchart, which Markdown viewers draw.
+func Mermaid(g Package) []byte {
+	ids := map[string]string{}
+	id := func(nodeID string) string {
+		if _, ok := ids[nodeID]; !ok {
+			ids[nodeID] = fmt.Sprintf("n%d", len(ids))
+		}
+		return ids[nodeID]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\ntitle: %s upgrade graph\n---\nflowchart LR\n", g.title())
+	for i, ch := range g.Channels {
+		label := "channel " + ch.Name
+		if ch.Default {
+			label += " (default)"
+		}
+		fmt.Fprintf(&b, "  subgraph c%d[%q]\n", i, label)
+		for _, n := range ch.Nodes {
+			if n.Head {
+				fmt.Fprintf(&b, "    %s[%q]:::head\n", id(n.ID), n.Label+" (head)")
+			} else {
+				fmt.Fprintf(&b, "    %s[%q]\n", id(n.ID), n.Label)
+			}
+		}
+		b.WriteString("  end\n")
+	}
+	for _, n := range g.Foreign {
+		fmt.Fprintf(&b, "  %s[%q]:::foreign\n", id(n.ID), n.Label)
+	}
+	arrow := map[EdgeKind]string{Replaces: "-->", Skips: "-.->", SkipRange: "-.->"}
+	for _, e := range g.Edges {
+		fmt.Fprintf(&b, "  %s %s|%s| %s\n", id(e.From), arrow[e.Kind], e.Kind, id(e.To))
+	}
+	b.WriteString("  classDef head stroke-width:3px,font-weight:bold\n  classDef foreign stroke-dasharray:5 5\n")
+	return []byte(b.String())
+}

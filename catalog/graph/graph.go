@@ -1,0 +1,163 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/catalog/check"
+	"github.com/csi-olm/csi-olm/internal/fsutil"
+)
+
+// Formats the verb writes; svg and png go through Graphviz's dot.
+var Formats = []string{"dot", "mermaid", "svg", "png"}
+
+var extensions = map[string]string{"dot": ".dot", "mermaid": ".mmd", "svg": ".svg", "png": ".png"}
+
+// Graph draws the upgrade graphs of a catalog.
+type Graph struct {
+	Dir       string
+	Community string
+	// Package limits the drawing to one package.
+	Package string
+	Formats []string
+	// OutputDir receives <catalog>-<package>.<ext> files; empty prints the first format to Out.
+	OutputDir string
+	// Dot is the Graphviz binary for svg and png.
+	Dot string
+	Out io.Writer
+}
+
+// NewCommand returns the cobra command of the verb.
+func NewCommand() *cobra.Command {
+	g := &Graph{}
+	cmd := &cobra.Command{
+		Use:   "graph <dir>",
+		Short: "Draw the upgrade graph of each package of a catalog",
+		Long: `Draws each package's upgrade graph per channel: nodes are versions, the channel head is
+bold, replaces edges are solid, skips dashed and skipRange dotted. With --community, community
+versions that edges come from are drawn too (dashed nodes), which shows the source switch.
+
+Formats: dot and mermaid, and svg or png through Graphviz (` + "`dot`" + `; ` + "`make graphviz`" + ` installs it).
+Without --output-dir the first format is printed (svg and png need --output-dir).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			g.Dir = args[0]
+			g.Out = cmd.OutOrStdout()
+			return g.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&g.Community, "community", "", "community catalog whose versions edges come from")
+	cmd.Flags().StringVar(&g.Package, "package", "", "draw only this package")
+	cmd.Flags().StringSliceVarP(&g.Formats, "format", "f", []string{"dot"}, "formats: "+strings.Join(Formats, ", "))
+	cmd.Flags().StringVarP(&g.OutputDir, "output-dir", "o", "", "write <catalog>-<package>.<ext> files here")
+	cmd.Flags().StringVar(&g.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
+	return cmd
+}
+
+// Run draws the graphs.
+func (g *Graph) Run(ctx context.Context) error {
+	for _, f := range g.Formats {
+		if _, ok := extensions[f]; !ok {
+			return fmt.Errorf("unknown format %q: use %s", f, strings.Join(Formats, ", "))
+		}
+	}
+	cfg, err := loadValid(ctx, g.Dir)
+	if err != nil {
+		return err
+	}
+	var community *declcfg.DeclarativeConfig
+	if g.Community != "" {
+		if community, err = loadValid(ctx, g.Community); err != nil {
+			return err
+		}
+	}
+	graphs := Build(filepath.Base(filepath.Clean(g.Dir)), cfg, community)
+	if g.Package != "" {
+		var only []Package
+		for _, p := range graphs {
+			if p.Name == g.Package {
+				only = append(only, p)
+			}
+		}
+		if len(only) == 0 {
+			return fmt.Errorf("package %q is not in %s", g.Package, g.Dir)
+		}
+		graphs = only
+	}
+	if g.OutputDir == "" {
+		f := g.Formats[0]
+		if f == "svg" || f == "png" {
+			return fmt.Errorf("--format %s needs --output-dir", f)
+		}
+		for _, p := range graphs {
+			out, _ := g.render(ctx, p, f)
+			if _, err := g.Out.Write(out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := os.MkdirAll(g.OutputDir, 0o755); err != nil {
+		return err
+	}
+	for _, p := range graphs {
+		for _, f := range g.Formats {
+			out, err := g.render(ctx, p, f)
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(g.OutputDir, p.Catalog+"-"+p.Name+extensions[f])
+			if err := fsutil.WriteFileAtomic(path, out, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.Out, "wrote %s\n", path)
+		}
+	}
+	return nil
+}
+
+func (g *Graph) render(ctx context.Context, p Package, format string) ([]byte, error) {
+	switch format {
+	case "dot":
+		return DOT(p), nil
+	case "mermaid":
+		return Mermaid(p), nil
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, g.Dot, "-T"+format)
+	cmd.Stdin = bytes.NewReader(DOT(p))
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) {
+			return nil, fmt.Errorf("%s output needs Graphviz's dot, which is not installed: run `make graphviz` (apt-get install graphviz)", format)
+		}
+		return nil, fmt.Errorf("dot -T%s: %w\n%s", format, err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// loadValid loads a catalog and refuses one with load errors: a graph of half a catalog misleads.
+func loadValid(ctx context.Context, dir string) (*declcfg.DeclarativeConfig, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("reading catalog: %w", err)
+	}
+	c, problems := check.Load(ctx, os.DirFS(dir), dir)
+	if len(problems) > 0 {
+		var lines []string
+		for _, p := range problems {
+			lines = append(lines, p.String())
+		}
+		return nil, fmt.Errorf("cannot draw %s:\n%s", dir, strings.Join(lines, "\n"))
+	}
+	return c.Config, nil
+}

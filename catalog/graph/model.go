@@ -1,0 +1,164 @@
+// Package graph is the `csi-olm catalog graph` verb: it draws each package's upgrade graph, per
+// channel, as DOT or Mermaid, and as SVG or PNG through Graphviz.
+package graph
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/blang/semver/v4"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+
+	"github.com/csi-olm/csi-olm/catalog/check"
+)
+
+// EdgeKind is how an upgrade edge is declared.
+type EdgeKind string
+
+const (
+	Replaces  EdgeKind = "replaces"
+	Skips     EdgeKind = "skips"
+	SkipRange EdgeKind = "skipRange"
+)
+
+// Node is a bundle in a channel, or a bundle outside the catalog that an edge comes from.
+type Node struct {
+	ID      string
+	Label   string
+	Head    bool
+	Foreign bool
+}
+
+// Edge is an upgrade from one node to another.
+type Edge struct {
+	From, To string
+	Kind     EdgeKind
+}
+
+// Channel is one channel's nodes.
+type Channel struct {
+	Name    string
+	Default bool
+	Nodes   []Node
+}
+
+// Package is the graph of one package: its channels, the foreign nodes edges come from, and
+// every edge.
+type Package struct {
+	Catalog  string
+	Name     string
+	Channels []Channel
+	Foreign  []Node
+	Edges    []Edge
+}
+
+// Build computes the upgrade graph of every package in cfg. Bundles of community, when given,
+// appear as foreign nodes wherever an edge comes from them.
+func Build(catalogName string, cfg, community *declcfg.DeclarativeConfig) []Package {
+	versions := bundleVersions(cfg)
+	foreignVersions := map[string]map[string]semver.Version{}
+	if community != nil {
+		foreignVersions = bundleVersions(community)
+	}
+	channelsByPkg := map[string][]declcfg.Channel{}
+	for _, ch := range cfg.Channels {
+		channelsByPkg[ch.Package] = append(channelsByPkg[ch.Package], ch)
+	}
+	var out []Package
+	for _, p := range cfg.Packages {
+		g := Package{Catalog: catalogName, Name: p.Name}
+		foreign := map[string]Node{}
+		chans := channelsByPkg[p.Name]
+		sort.Slice(chans, func(i, j int) bool { return chans[i].Name < chans[j].Name })
+		for _, ch := range chans {
+			g.Channels = append(g.Channels, buildChannel(&g, ch, p.DefaultChannel, versions[p.Name], foreignVersions[p.Name], foreign))
+		}
+		for _, id := range sortedKeys(foreign) {
+			g.Foreign = append(g.Foreign, foreign[id])
+		}
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, versions, foreignVersions map[string]semver.Version, foreign map[string]Node) Channel {
+	head := check.Head(&ch)
+	entries := append([]declcfg.ChannelEntry(nil), ch.Entries...)
+	sort.Slice(entries, func(i, j int) bool { return versions[entries[i].Name].LT(versions[entries[j].Name]) })
+	c := Channel{Name: ch.Name, Default: ch.Name == defaultChannel}
+	inChannel := map[string]bool{}
+	for _, e := range entries {
+		inChannel[e.Name] = true
+	}
+	nodeID := func(bundle string) string {
+		if inChannel[bundle] {
+			return ch.Name + "/" + bundle
+		}
+		id := "foreign/" + bundle
+		if _, ok := foreign[id]; !ok {
+			label := bundle
+			if v, ok := foreignVersions[bundle]; ok {
+				label = "community " + v.String()
+			}
+			foreign[id] = Node{ID: id, Label: label, Foreign: true}
+		}
+		return id
+	}
+	for _, e := range entries {
+		label := e.Name
+		if v, ok := versions[e.Name]; ok {
+			label = v.String()
+		}
+		c.Nodes = append(c.Nodes, Node{ID: ch.Name + "/" + e.Name, Label: label, Head: e.Name == head})
+		to := ch.Name + "/" + e.Name
+		if e.Replaces != "" {
+			g.Edges = append(g.Edges, Edge{From: nodeID(e.Replaces), To: to, Kind: Replaces})
+		}
+		for _, s := range e.Skips {
+			g.Edges = append(g.Edges, Edge{From: nodeID(s), To: to, Kind: Skips})
+		}
+		if r, err := semver.ParseRange(e.SkipRange); e.SkipRange != "" && err == nil {
+			for _, other := range entries {
+				if v, ok := versions[other.Name]; ok && other.Name != e.Name && r(v) && other.Name != e.Replaces {
+					g.Edges = append(g.Edges, Edge{From: nodeID(other.Name), To: to, Kind: SkipRange})
+				}
+			}
+			for _, name := range sortedKeys(foreignVersions) {
+				if r(foreignVersions[name]) && name != e.Replaces && !inChannel[name] {
+					g.Edges = append(g.Edges, Edge{From: nodeID(name), To: to, Kind: SkipRange})
+				}
+			}
+		}
+	}
+	return c
+}
+
+// bundleVersions maps package -> bundle name -> version (from olm.package).
+func bundleVersions(cfg *declcfg.DeclarativeConfig) map[string]map[string]semver.Version {
+	out := map[string]map[string]semver.Version{}
+	for i := range cfg.Bundles {
+		b := &cfg.Bundles[i]
+		if v := check.BundleVersion(b); v != nil {
+			if out[b.Package] == nil {
+				out[b.Package] = map[string]semver.Version{}
+			}
+			out[b.Package][b.Name] = *v
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// title names a graph in its drawing.
+func (g Package) title() string {
+	return strings.TrimSpace(g.Catalog + " " + g.Name)
+}
