@@ -43,8 +43,12 @@ e2e: tools ## Run the end-to-end tests on the local test bed (etcd, kube-apiserv
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: bench
-bench: tools ## Run the benchmarks (test bed start-up, OLM install and source switch)
-	$(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./test/e2e/...
+bench: tools ## Run the benchmarks (catalog validation against opm; test bed start-up, OLM install, source switch)
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./test/e2e/...
+
+.PHONY: fuzz
+fuzz: ## Fuzz the catalog loader and validator for a short while (CI runs it)
+	$(GO) test -run '^$$' -fuzz FuzzLoadAndValidate -fuzztime $(or $(FUZZTIME),30s) -fuzzminimizetime 2s ./catalog/check
 
 .PHONY: run
 run: cli tools ## Start the local dev cluster with OLM, serving the project's catalogs

@@ -3,9 +3,11 @@ package check
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -69,13 +71,36 @@ func opmRules(c *Catalog) []Problem {
 	for _, o := range cfg.Others {
 		get(o.Package).Others = append(get(o.Package).Others, o)
 	}
+	// Packages are independent, so they are converted on every core (opm converts them one
+	// after the other); results keep the package order.
+	pkgs := sortedKeys(byPackage)
+	results := make([]*Problem, len(pkgs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < min(runtime.GOMAXPROCS(0), len(pkgs)); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				pkg := pkgs[i]
+				if _, err := declcfg.ConvertToModel(*byPackage[pkg]); err != nil {
+					results[i] = &Problem{
+						File: c.file(declcfg.SchemaPackage, pkg, pkg), Level: Error, Check: "opm", Package: pkg,
+						Message: strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "\n    "),
+					}
+				}
+			}
+		}()
+	}
+	for i := range pkgs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	var problems []Problem
-	for _, pkg := range sortedKeys(byPackage) {
-		if _, err := declcfg.ConvertToModel(*byPackage[pkg]); err != nil {
-			problems = append(problems, Problem{
-				File: c.file(declcfg.SchemaPackage, pkg, pkg), Level: Error, Check: "opm", Package: pkg,
-				Message: strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "\n    "),
-			})
+	for _, p := range results {
+		if p != nil {
+			problems = append(problems, *p)
 		}
 	}
 	return problems

@@ -3,6 +3,7 @@ package generate
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -44,8 +45,8 @@ func RenderBundle(dir, bundleImage string) (*declcfg.Bundle, error) {
 	}, nil
 }
 
-// relatedImages lists the CSV's relatedImages, then the bundle image and the images of the
-// operator's Deployments that the list lacks, as opm does.
+// relatedImages lists the CSV's relatedImages, the bundle image and the images of the operator's
+// Deployments that the list lacks, sorted by image, as opm does.
 func relatedImages(b *registry.Bundle) ([]declcfg.RelatedImage, error) {
 	csv, err := b.ClusterServiceVersion()
 	if err != nil {
@@ -76,6 +77,7 @@ func relatedImages(b *registry.Bundle) ([]declcfg.RelatedImage, error) {
 			seen[img] = true
 		}
 	}
+	sort.Slice(images, func(i, j int) bool { return images[i].Image < images[j].Image })
 	return images, nil
 }
 

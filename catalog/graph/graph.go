@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -133,14 +132,14 @@ func (g *Graph) render(ctx context.Context, p Package, format string) ([]byte, e
 	case "mermaid":
 		return Mermaid(p), nil
 	}
+	if _, err := exec.LookPath(g.Dot); err != nil {
+		return nil, fmt.Errorf("%s output needs Graphviz's dot (%v): run `make graphviz` (apt-get install graphviz)", format, err)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, g.Dot, "-T"+format)
 	cmd.Stdin = bytes.NewReader(DOT(p))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
-			return nil, fmt.Errorf("%s output needs Graphviz's dot, which is not installed: run `make graphviz` (apt-get install graphviz)", format)
-		}
 		return nil, fmt.Errorf("dot -T%s: %w\n%s", format, err, stderr.String())
 	}
 	return stdout.Bytes(), nil

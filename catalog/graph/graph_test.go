@@ -1,0 +1,106 @@
+package graph_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/csi-olm/csi-olm/catalog/graph"
+)
+
+func draw(t *testing.T, formats []string, args ...string) (string, string, error) {
+	t.Helper()
+	out := t.TempDir()
+	var log bytes.Buffer
+	g := &graph.Graph{Dir: args[0], Formats: formats, OutputDir: out, Dot: "dot", Out: &log}
+	if len(args) > 1 {
+		g.Community = args[1]
+	}
+	return out, log.String(), g.Run(context.Background())
+}
+
+// TestCertifiedEFSGraph draws the certified EFS package with the community catalog and checks the
+// edges the source switch relies on, in both text formats.
+func TestCertifiedEFSGraph(t *testing.T) {
+	out, _, err := draw(t, []string{"dot", "mermaid"}, "../certified", "../community")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dot, err := os.ReadFile(filepath.Join(out, "certified-aws-efs-operator.dot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"stable/aws-efs-csi-driver-operator.v4.11.0" [label="4.11.0\nhead", style="rounded,bold"`,
+		`"foreign/aws-efs-operator.v0.0.8" [label="community 0.0.8", style="rounded,dashed"]`,
+		`"foreign/aws-efs-operator.v0.0.8" -> "stable/aws-efs-csi-driver-operator.v4.10.0" [label="replaces", style=solid]`,
+		`"foreign/aws-efs-operator.v0.0.6" -> "stable/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange", style=dotted]`,
+		`"stable/aws-efs-csi-driver-operator.v4.10.0" -> "stable/aws-efs-csi-driver-operator.v4.11.0" [label="replaces", style=solid]`,
+		`label="channel stable (default)"`,
+		`label="channel preview"`,
+	} {
+		if !strings.Contains(string(dot), want) {
+			t.Errorf("DOT lacks %s:\n%s", want, dot)
+		}
+	}
+	mmd, err := os.ReadFile(filepath.Join(out, "certified-aws-efs-operator.mmd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"flowchart LR", `["4.11.0 (head)"]:::head`, `["community 0.0.7"]:::foreign`, "-.->|skipRange|", "-->|replaces|"} {
+		if !strings.Contains(string(mmd), want) {
+			t.Errorf("Mermaid lacks %s:\n%s", want, mmd)
+		}
+	}
+}
+
+// The committed pictures are golden files; `make catalog` redraws them.
+func TestCommittedGraphsAreCurrent(t *testing.T) {
+	for _, c := range [][]string{{"../community"}, {"../certified", "../community"}} {
+		out, _, err := draw(t, []string{"dot", "mermaid"}, c...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, _ := os.ReadDir(out)
+		if len(entries) == 0 {
+			t.Fatalf("nothing drawn for %v", c)
+		}
+		for _, e := range entries {
+			got, _ := os.ReadFile(filepath.Join(out, e.Name()))
+			want, err := os.ReadFile(filepath.Join("..", "graphs", e.Name()))
+			if err != nil || !bytes.Equal(got, want) {
+				t.Errorf("catalog/graphs/%s is stale (run `make catalog`): %v", e.Name(), err)
+			}
+		}
+	}
+}
+
+func TestGraphErrors(t *testing.T) {
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "catalog.yaml"), []byte("schema: olm.package\nname: [x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		g    graph.Graph
+		want string
+	}{
+		{"unknown format", graph.Graph{Dir: "../certified", Formats: []string{"gif"}}, `unknown format "gif"`},
+		{"missing catalog", graph.Graph{Dir: "../nowhere", Formats: []string{"dot"}}, "reading catalog"},
+		{"broken catalog", graph.Graph{Dir: broken, Formats: []string{"dot"}}, "not valid YAML or JSON"},
+		{"unknown package", graph.Graph{Dir: "../certified", Package: "nope", Formats: []string{"dot"}}, `package "nope" is not in ../certified`},
+		{"picture to stdout", graph.Graph{Dir: "../certified", Formats: []string{"svg"}}, "--format svg needs --output-dir"},
+		{"no graphviz", graph.Graph{Dir: "../certified", Formats: []string{"svg"}, OutputDir: t.TempDir(), Dot: "/nonexistent/dot"}, "Graphviz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.g.Out = &bytes.Buffer{}
+			if err := tt.g.Run(context.Background()); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
