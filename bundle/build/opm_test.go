@@ -2,32 +2,20 @@ package build_test
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
-)
 
-// opmPath returns the opm binary that `make test` builds from this module's operator-registry.
-func opmPath(t *testing.T) string {
-	t.Helper()
-	opm := os.Getenv("CSI_OLM_OPM")
-	if opm == "" {
-		t.Skip("CSI_OLM_OPM is not set: run through `make test`, which builds opm (hack/tools.sh opm) and sets it")
-	}
-	if _, err := os.Stat(opm); err != nil {
-		t.Fatalf("CSI_OLM_OPM=%s: %v", opm, err)
-	}
-	return opm
-}
+	"github.com/csi-olm/csi-olm/internal/testutil"
+)
 
 // TestOpmRendersCommittedBundles feeds every committed bundle to the real opm, the tool that
 // catalogs are built with, and checks what it reads back: no registry, no image pull.
 func TestOpmRendersCommittedBundles(t *testing.T) {
-	opm := opmPath(t)
+	opm := testutil.Opm(t)
 	for _, b := range buildAll(t) {
 		t.Run(b.Dir(), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

@@ -5,42 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/generate"
+	"github.com/csi-olm/csi-olm/internal/testutil"
 )
-
-// snapshot records every file below dir with its content.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		raw, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[rel] = string(raw)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
-func keys(m map[string]string) []string {
-	var k []string
-	for name := range m {
-		k = append(k, name)
-	}
-	sort.Strings(k)
-	return k
-}
 
 func TestGenerateWritesEveryBundle(t *testing.T) {
 	out := t.TempDir()
@@ -49,7 +21,7 @@ func TestGenerateWritesEveryBundle(t *testing.T) {
 	if err := g.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	files := snapshot(t, out)
+	files := testutil.Snapshot(t, out)
 	for _, dir := range []string{"aws-efs-operator/0.0.6", "aws-efs-operator/4.11.0", "aws-ebs-csi-driver-operator/4.5.0", "manila-csi-driver-operator/4.5.0"} {
 		for _, f := range []string{"bundle.Dockerfile", "metadata/annotations.yaml"} {
 			if _, ok := files[filepath.Join(dir, f)]; !ok {
@@ -61,7 +33,7 @@ func TestGenerateWritesEveryBundle(t *testing.T) {
 		t.Errorf("reported %d bundles written, want 8:\n%s", n, log.String())
 	}
 	// The generated tree equals the committed one, which `make verify` also checks with git.
-	committed := snapshot(t, "..")
+	committed := testutil.Snapshot(t, "..")
 	for name, content := range files {
 		if committed[name] != content {
 			t.Errorf("%s differs from the committed bundle/%s", name, name)
@@ -111,7 +83,7 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(out, "keep.txt"), []byte("mine"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			before := snapshot(t, out)
+			before := testutil.Snapshot(t, out)
 
 			ops := drivers.All()
 			tt.mutate(ops)
@@ -120,15 +92,7 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.want)
 			}
-			after := snapshot(t, out)
-			if strings.Join(keys(before), "\n") != strings.Join(keys(after), "\n") {
-				t.Fatalf("files changed:\nbefore %v\nafter  %v", keys(before), keys(after))
-			}
-			for name, content := range before {
-				if after[name] != content {
-					t.Errorf("%s was rewritten", name)
-				}
-			}
+			testutil.AssertUnchanged(t, out, before)
 		})
 	}
 }

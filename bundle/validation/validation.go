@@ -8,9 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -187,14 +188,14 @@ func labelProblems(dir string) []Problem {
 	add := func(format string, args ...any) {
 		problems = append(problems, Problem{File: dockerfilePath, Level: Error, Validator: "csi-olm", Message: fmt.Sprintf(format, args...)})
 	}
-	for _, k := range sortedKeys(file.Annotations) {
+	for _, k := range slices.Sorted(maps.Keys(file.Annotations)) {
 		if got, ok := labels[k]; !ok {
 			add("LABEL %s is missing; %s sets it to %q", k, build.AnnotationsFile, file.Annotations[k])
 		} else if got != file.Annotations[k] {
 			add("LABEL %s=%q disagrees with %s (%q)", k, got, build.AnnotationsFile, file.Annotations[k])
 		}
 	}
-	for _, k := range sortedKeys(labels) {
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if _, ok := file.Annotations[k]; !ok && strings.HasPrefix(k, "operators.operatorframework.io.bundle.") {
 			add("LABEL %s is not in %s", k, build.AnnotationsFile)
 		}
@@ -226,15 +227,6 @@ func DockerfileLabels(r io.Reader) (map[string]string, error) {
 		labels[k] = strings.Trim(v, `"`)
 	}
 	return labels, sc.Err()
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // manifestIndex maps objects to the manifest files that hold them.

@@ -3,6 +3,7 @@ package check
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"sort"
@@ -73,7 +74,7 @@ func opmRules(c *Catalog) []Problem {
 	}
 	// Packages are independent, so they are converted on every core (opm converts them one
 	// after the other); results keep the package order.
-	pkgs := sortedKeys(byPackage)
+	pkgs := slices.Sorted(maps.Keys(byPackage))
 	results := make([]*Problem, len(pkgs))
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -104,15 +105,6 @@ func opmRules(c *Catalog) []Problem {
 		}
 	}
 	return problems
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // index is a catalog's packages, channels and bundles by name, with bundle versions parsed once.
@@ -217,12 +209,12 @@ func Head(ch *declcfg.Channel) string {
 // and every entry has an upgrade path to the head through replaces, skips or skipRange.
 func (idx *index) graph(community *index) []Problem {
 	var problems []Problem
-	for _, pkg := range sortedKeys(idx.channels) {
-		for _, name := range sortedKeys(idx.channels[pkg]) {
+	for _, pkg := range slices.Sorted(maps.Keys(idx.channels)) {
+		for _, name := range slices.Sorted(maps.Keys(idx.channels[pkg])) {
 			problems = append(problems, idx.channelGraph(idx.channels[pkg][name], community)...)
 		}
 	}
-	for _, pkg := range sortedKeys(idx.packages) {
+	for _, pkg := range slices.Sorted(maps.Keys(idx.packages)) {
 		p := idx.packages[pkg]
 		file := idx.c.file(declcfg.SchemaPackage, pkg, pkg)
 		ch, ok := idx.channels[pkg][p.DefaultChannel]
@@ -347,11 +339,11 @@ func (idx *index) deprecations() []Problem {
 // every community version directly, so that switching a Subscription's source lands on it.
 func (idx *index) upgradesFrom(community *index) []Problem {
 	var problems []Problem
-	for _, pkg := range sortedKeys(community.channels) {
+	for _, pkg := range slices.Sorted(maps.Keys(community.channels)) {
 		if _, shared := idx.packages[pkg]; !shared {
 			continue
 		}
-		for _, name := range sortedKeys(community.channels[pkg]) {
+		for _, name := range slices.Sorted(maps.Keys(community.channels[pkg])) {
 			cch := community.channels[pkg][name]
 			ch, ok := idx.channels[pkg][name]
 			if !ok {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"reflect"
+	"slices"
 	"sort"
 
 	"github.com/operator-framework/operator-registry/alpha/property"
@@ -26,8 +28,8 @@ type BundleSource struct {
 // exactly those of the bundle directories they were rendered from.
 func (idx *index) embeddedObjects(src *BundleSource) []Problem {
 	var problems []Problem
-	for _, pkg := range sortedKeys(idx.bundles) {
-		for _, name := range sortedKeys(idx.bundles[pkg]) {
+	for _, pkg := range slices.Sorted(maps.Keys(idx.bundles)) {
+		for _, name := range slices.Sorted(maps.Keys(idx.bundles[pkg])) {
 			info := idx.bundles[pkg][name]
 			embedded, err := embeddedManifests(info.b.Properties)
 			if err != nil || len(embedded) == 0 || info.version == nil {

@@ -7,8 +7,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/template"
@@ -151,7 +153,7 @@ func (g *Generate) addOperator(cfg *declcfg.DeclarativeConfig, o *definition.Ope
 			ch.Entries = append(ch.Entries, declcfg.ChannelEntry{Name: csvName, Replaces: r.Replaces, Skips: r.Skips, SkipRange: r.SkipRange})
 		}
 	}
-	for _, name := range sortedKeys(channels) {
+	for _, name := range slices.Sorted(maps.Keys(channels)) {
 		cfg.Channels = append(cfg.Channels, *channels[name])
 	}
 	if o.Deprecation != "" {
@@ -184,15 +186,6 @@ func bundleImage(tmpl *template.Template, pkg, name, version string) (string, er
 		return "", fmt.Errorf("--bundle-image gives %q, which is not an image reference: %w", buf.String(), err)
 	}
 	return buf.String(), nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // validate checks the catalogs as `catalog validate --community` would, before anything is written.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -19,18 +18,10 @@ import (
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/catalog/generate"
+	"github.com/csi-olm/csi-olm/internal/testutil"
 )
 
 const bundleDir = "../../bundle"
-
-func opm(t *testing.T) string {
-	t.Helper()
-	opm := os.Getenv("CSI_OLM_OPM")
-	if opm == "" {
-		t.Skip("CSI_OLM_OPM is not set: run through `make test`, which builds opm (hack/tools.sh opm) and sets it")
-	}
-	return opm
-}
 
 func run(t *testing.T, name string, args ...string) []byte {
 	t.Helper()
@@ -49,33 +40,14 @@ func generateTo(t *testing.T, out, bundleImage string, ops []d.Operator) error {
 	return g.Run(context.Background())
 }
 
-// snapshot records every file below dir.
-func snapshot(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	files := map[string]string{}
-	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err != nil || info.IsDir() {
-			return err
-		}
-		raw, err := os.ReadFile(p)
-		rel, _ := filepath.Rel(dir, p)
-		files[rel] = string(raw)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
-}
-
 // The committed catalog/ is this package's golden output; `make catalog` rewrites it.
 func TestGenerateMatchesCommittedCatalogs(t *testing.T) {
 	out := t.TempDir()
 	if err := generateTo(t, out, "", drivers.All()); err != nil {
 		t.Fatal(err)
 	}
-	got := snapshot(t, out)
-	committed := snapshot(t, "..")
+	got := testutil.Snapshot(t, out)
+	committed := testutil.Snapshot(t, "..")
 	for name, content := range got {
 		if committed[name] != content {
 			t.Errorf("catalog/%s differs from what generate writes (run `make catalog`)", name)
@@ -136,7 +108,7 @@ func TestCatalogsFollowTheDefinitions(t *testing.T) {
 // TestRenderMatchesOpm renders every bundle directory in process and with the real opm, and
 // expects the same olm.bundle.
 func TestRenderMatchesOpm(t *testing.T) {
-	opm := opm(t)
+	opm := testutil.Opm(t)
 	for _, o := range drivers.All() {
 		for _, r := range o.Releases {
 			dir := filepath.Join(bundleDir, o.Package, r.Version)
@@ -165,7 +137,7 @@ func bundleJSON(t *testing.T, b declcfg.Bundle) string {
 }
 
 func TestDockerfileMatchesOpm(t *testing.T) {
-	opm := opm(t)
+	opm := testutil.Opm(t)
 	root := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "certified"), 0o755); err != nil {
 		t.Fatal(err)
@@ -202,7 +174,7 @@ func TestOpmImageIsTheModulesOperatorRegistry(t *testing.T) {
 }
 
 func TestOpmValidatesBothModes(t *testing.T) {
-	opm := opm(t)
+	opm := testutil.Opm(t)
 	published := t.TempDir()
 	if err := generateTo(t, published, "registry.example/{{.Package}}-bundle:v{{.Version}}", drivers.All()); err != nil {
 		t.Fatal(err)
@@ -262,7 +234,7 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 			if err := generateTo(t, out, "", drivers.All()); err != nil {
 				t.Fatal(err)
 			}
-			before := snapshot(t, out)
+			before := testutil.Snapshot(t, out)
 			ops := drivers.All()
 			if tt.mutate != nil {
 				tt.mutate(ops)
@@ -271,26 +243,9 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tt.want)
 			}
-			after := snapshot(t, out)
-			if len(before) != len(after) {
-				t.Fatalf("files changed: %v -> %v", keys(before), keys(after))
-			}
-			for name, content := range before {
-				if after[name] != content {
-					t.Errorf("%s was rewritten", name)
-				}
-			}
+			testutil.AssertUnchanged(t, out, before)
 		})
 	}
-}
-
-func keys(m map[string]string) []string {
-	var k []string
-	for name := range m {
-		k = append(k, name)
-	}
-	sort.Strings(k)
-	return k
 }
 
 func TestMain(m *testing.M) {

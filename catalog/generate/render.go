@@ -3,6 +3,8 @@ package generate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -71,7 +73,7 @@ func relatedImages(b *registry.Bundle) ([]declcfg.RelatedImage, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, img := range sortedKeys(operatorImages) {
+	for _, img := range slices.Sorted(maps.Keys(operatorImages)) {
 		if !seen[img] {
 			images = append(images, declcfg.RelatedImage{Image: img})
 			seen[img] = true

@@ -20,6 +20,7 @@ import (
 
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/internal/testutil"
 )
 
 // serve runs `opm serve` on a catalog and returns a registry client for it.
@@ -79,7 +80,7 @@ func latest(o d.Operator, channel string) d.Release {
 // TestServedCatalogsAnswerAsDefined serves each catalog with the real opm and asks it, over
 // operator-registry's gRPC registry API, for its packages and channel heads.
 func TestServedCatalogsAnswerAsDefined(t *testing.T) {
-	opm := opm(t)
+	opm := testutil.Opm(t)
 	ctx := context.Background()
 	for _, catalog := range []d.Catalog{d.Community, d.Certified} {
 		client := serve(t, opm, filepath.Join("..", string(catalog)))

@@ -14,11 +14,7 @@ func DOT(g Package) []byte {
 	fmt.Fprintf(&b, "  label=%q;\n", g.title()+" upgrade graph")
 	b.WriteString("  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n")
 	for i, ch := range g.Channels {
-		label := "channel " + ch.Name
-		if ch.Default {
-			label += " (default)"
-		}
-		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%q;\n    labelloc=b;\n", i, label)
+		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%q;\n    labelloc=b;\n", i, ch.label())
 		for _, n := range ch.Nodes {
 			if n.Head {
 				fmt.Fprintf(&b, "    %q [label=%q, style=\"rounded,bold\", penwidth=2.5];\n", n.ID, n.Label+"\nhead")
@@ -51,11 +47,7 @@ func Mermaid(g Package) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "---\ntitle: %s upgrade graph\n---\nflowchart LR\n", g.title())
 	for i, ch := range g.Channels {
-		label := "channel " + ch.Name
-		if ch.Default {
-			label += " (default)"
-		}
-		fmt.Fprintf(&b, "  subgraph c%d[%q]\n", i, label)
+		fmt.Fprintf(&b, "  subgraph c%d[%q]\n", i, ch.label())
 		for _, n := range ch.Nodes {
 			if n.Head {
 				fmt.Fprintf(&b, "    %s[%q]:::head\n", id(n.ID), n.Label+" (head)")
@@ -74,4 +66,11 @@ func Mermaid(g Package) []byte {
 	}
 	b.WriteString("  classDef head stroke-width:3px,font-weight:bold\n  classDef foreign stroke-dasharray:5 5\n")
 	return []byte(b.String())
+}
+
+func (ch Channel) label() string {
+	if ch.Default {
+		return "channel " + ch.Name + " (default)"
+	}
+	return "channel " + ch.Name
 }

@@ -3,6 +3,8 @@
 package graph
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -73,7 +75,7 @@ func Build(catalogName string, cfg, community *declcfg.DeclarativeConfig) []Pack
 		for _, ch := range chans {
 			g.Channels = append(g.Channels, buildChannel(&g, ch, p.DefaultChannel, versions[p.Name], foreignVersions[p.Name], foreign))
 		}
-		for _, id := range sortedKeys(foreign) {
+		for _, id := range slices.Sorted(maps.Keys(foreign)) {
 			g.Foreign = append(g.Foreign, foreign[id])
 		}
 		out = append(out, g)
@@ -124,7 +126,7 @@ func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, version
 					g.Edges = append(g.Edges, Edge{From: nodeID(other.Name), To: to, Kind: SkipRange})
 				}
 			}
-			for _, name := range sortedKeys(foreignVersions) {
+			for _, name := range slices.Sorted(maps.Keys(foreignVersions)) {
 				if r(foreignVersions[name]) && name != e.Replaces && !inChannel[name] {
 					g.Edges = append(g.Edges, Edge{From: nodeID(name), To: to, Kind: SkipRange})
 				}
@@ -147,15 +149,6 @@ func bundleVersions(cfg *declcfg.DeclarativeConfig) map[string]map[string]semver
 		}
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // title names a graph in its drawing.

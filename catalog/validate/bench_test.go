@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/csi-olm/csi-olm/internal/testutil"
 )
 
 // syntheticCatalog writes packages×versions bundles: each channel is a replaces chain in which
@@ -83,10 +83,7 @@ func measure(tb testing.TB, name string, args ...string) (time.Duration, int64) 
 // against `opm validate` on the same synthetic catalog of 2,000 bundles (50 packages × 40
 // versions), alternating the two in each iteration, and reports the medians and their ratios.
 func BenchmarkValidateVsOpm(b *testing.B) {
-	opm := os.Getenv("CSI_OLM_OPM")
-	if opm == "" {
-		b.Skip("CSI_OLM_OPM is not set: run through `make bench`, which builds opm and sets it")
-	}
+	opm := testutil.Opm(b)
 	dir := filepath.Join(b.TempDir(), "synthetic")
 	syntheticCatalog(b, dir, 50, 40)
 	bin := filepath.Join(b.TempDir(), "csi-olm")
@@ -103,21 +100,11 @@ func BenchmarkValidateVsOpm(b *testing.B) {
 		t, rss = measure(b, opm, "validate", dir)
 		theirs, theirsRSS = append(theirs, t.Seconds()), append(theirsRSS, float64(rss)/(1<<20))
 	}
-	b.ReportMetric(median(ours), "csi-olm-s")
-	b.ReportMetric(median(theirs), "opm-s")
-	b.ReportMetric(median(ours)/median(theirs), "time-ratio")
-	b.ReportMetric(median(oursRSS), "csi-olm-maxrss-MiB")
-	b.ReportMetric(median(theirsRSS), "opm-maxrss-MiB")
-	b.ReportMetric(median(oursRSS)/median(theirsRSS), "rss-ratio")
+	b.ReportMetric(testutil.Median(ours), "csi-olm-s")
+	b.ReportMetric(testutil.Median(theirs), "opm-s")
+	b.ReportMetric(testutil.Median(ours)/testutil.Median(theirs), "time-ratio")
+	b.ReportMetric(testutil.Median(oursRSS), "csi-olm-maxrss-MiB")
+	b.ReportMetric(testutil.Median(theirsRSS), "opm-maxrss-MiB")
+	b.ReportMetric(testutil.Median(oursRSS)/testutil.Median(theirsRSS), "rss-ratio")
 	b.ReportMetric(0, "ns/op")
-}
-
-func median(values []float64) float64 {
-	sorted := append([]float64(nil), values...)
-	sort.Float64s(sorted)
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
 }

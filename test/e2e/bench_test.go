@@ -2,12 +2,12 @@ package e2e
 
 import (
 	"context"
-	"sort"
 	"testing"
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
+	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
@@ -54,18 +54,8 @@ func BenchmarkTestBed(b *testing.B) {
 		cancel()
 	}
 	for name, values := range samples {
-		b.ReportMetric(median(values), name)
+		b.ReportMetric(testutil.Median(values), name)
 	}
 	// Wall time per iteration says nothing here; the metrics above are the figures.
 	b.ReportMetric(0, "ns/op")
-}
-
-func median(values []float64) float64 {
-	sorted := append([]float64(nil), values...)
-	sort.Float64s(sorted)
-	n := len(sorted)
-	if n%2 == 1 {
-		return sorted[n/2]
-	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
 }

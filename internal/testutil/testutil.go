@@ -1,0 +1,71 @@
+// Package testutil holds helpers shared by the tests of several packages.
+package testutil
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+)
+
+// Opm returns the opm binary that `make test` builds from this module's operator-registry and
+// passes in CSI_OLM_OPM. Without it the test is skipped, saying how to run it.
+func Opm(tb testing.TB) string {
+	tb.Helper()
+	opm := os.Getenv("CSI_OLM_OPM")
+	if opm == "" {
+		tb.Skip("CSI_OLM_OPM is not set: run through `make test` (or `make bench`), which builds opm (hack/tools.sh opm) and sets it")
+	}
+	if _, err := os.Stat(opm); err != nil {
+		tb.Fatalf("CSI_OLM_OPM=%s: %v", opm, err)
+	}
+	return opm
+}
+
+// Snapshot maps the path of every file below dir, relative to dir, to its content.
+func Snapshot(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	files := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = string(raw)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files
+}
+
+// AssertUnchanged fails the test if dir no longer holds exactly the files of before.
+func AssertUnchanged(tb testing.TB, dir string, before map[string]string) {
+	tb.Helper()
+	after := Snapshot(tb, dir)
+	for name, content := range before {
+		if got, ok := after[name]; !ok {
+			tb.Errorf("%s was removed", name)
+		} else if got != content {
+			tb.Errorf("%s was rewritten", name)
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			tb.Errorf("%s was written", name)
+		}
+	}
+}
+
+// Median returns the median of values.
+func Median(values []float64) float64 {
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
