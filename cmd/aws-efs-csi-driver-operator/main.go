@@ -1,20 +1,35 @@
-// Command aws-efs-csi-driver-operator runs the AWS EFS CSI driver operator. The operator itself
-// arrives with its own issue; until then the binary only identifies itself, so that the bundle's
-// Deployment has a real command to point at.
+// Command aws-efs-csi-driver-operator runs the AWS EFS CSI driver operator (`start`).
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
+	"github.com/openshift/library-go/pkg/controller/controllercmd"
+	"github.com/spf13/cobra"
+	k8sversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/utils/clock"
+
 	"github.com/csi-olm/csi-olm/internal/version"
+	"github.com/csi-olm/csi-olm/operator"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "version" {
-		fmt.Println(version.Get().Version)
-		return
+	root := &cobra.Command{Use: operator.OperatorName, Short: "The AWS EFS CSI driver operator", SilenceUsage: true}
+	cfg := controllercmd.NewControllerCommandConfig(operator.OperatorName, k8sversion.Info{GitVersion: version.Get().Version}, operator.RunOperator, clock.RealClock{})
+	start := cfg.NewCommandWithContext(context.Background())
+	start.Use = "start"
+	start.Short = "Start the operator"
+	// Leader election keeps two replicas from acting at once; tests that kill the operator
+	// turn it off so that a restart does not wait for the dead leader's lease to expire.
+	start.Flags().BoolVar(&cfg.DisableLeaderElection, "disable-leader-election", false, "run without leader election (tests only)")
+	root.AddCommand(start, &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Run:   func(*cobra.Command, []string) { fmt.Println(version.Get().Version) },
+	})
+	if err := root.Execute(); err != nil {
+		os.Exit(1)
 	}
-	fmt.Fprintln(os.Stderr, "aws-efs-csi-driver-operator: the operator is not implemented yet; only `version` works")
-	os.Exit(2)
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	configv1 "github.com/openshift/api/config/v1"
+	openshiftoperatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,11 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Scheme knows the Kubernetes, CRD and OLM types the test bed's client works with.
+// Scheme knows the Kubernetes, CRD, OLM and OpenShift types the test bed's client works with.
 var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme,
+		configv1.Install, openshiftoperatorv1.Install,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

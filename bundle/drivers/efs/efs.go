@@ -136,6 +136,8 @@ func Operator() d.Operator {
 			},
 		),
 		NamespaceRules: rules.Join(rules.Operands(), []rbacv1.PolicyRule{
+			// Granted on to the monitoring stack, which discovers the metrics endpoints.
+			d.Rule([]string{""}, []string{"endpoints"}, d.ReadOnly),
 			d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors", "prometheusrules"}, d.ReadWrite),
 			d.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, d.ReadWrite),
 		}),

@@ -1,0 +1,54 @@
+// Package assets holds the manifests of the AWS EFS CSI driver that the operator deploys. They
+// are read as typed objects by library-go; ${NAMESPACE} is the operator's own namespace and the
+// other placeholders (${DRIVER_IMAGE}, ${LOG_LEVEL}...) are filled by library-go's controllers.
+package assets
+
+import (
+	"bytes"
+	"embed"
+
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+)
+
+//go:embed *.yaml rbac/*.yaml
+var files embed.FS
+
+// Manifests applied by the static resource controller, in order.
+var StaticFiles = []string{
+	"node_sa.yaml",
+	"controller_sa.yaml",
+	"csidriver.yaml",
+	"cabundle_cm.yaml",
+	"service.yaml",
+	"rbac/provisioner_role.yaml",
+	"rbac/provisioner_binding.yaml",
+	"rbac/lease_role.yaml",
+	"rbac/lease_binding.yaml",
+	"rbac/privileged_role.yaml",
+	"rbac/node_privileged_binding.yaml",
+	"rbac/kube_rbac_proxy_role.yaml",
+	"rbac/kube_rbac_proxy_binding.yaml",
+	"rbac/prometheus_role.yaml",
+	"rbac/prometheus_binding.yaml",
+}
+
+// Files of the manifests the other controllers apply.
+const (
+	ControllerFile     = "controller.yaml"
+	NodeFile           = "node.yaml"
+	StorageClassFile   = "storageclass.yaml"
+	ServiceMonitorFile = "servicemonitor.yaml"
+	CredentialsFile    = "credentials.yaml"
+	PrometheusRuleFile = "prometheusrule.yaml"
+)
+
+// For returns the manifests with ${NAMESPACE} set to namespace.
+func For(namespace string) resourceapply.AssetFunc {
+	return func(name string) ([]byte, error) {
+		content, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		return bytes.ReplaceAll(content, []byte("${NAMESPACE}"), []byte(namespace)), nil
+	}
+}

@@ -1,0 +1,213 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/controller/controllercmd"
+	"github.com/openshift/library-go/pkg/operator/events"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+// The namespace the operator runs in, as OperatorHub suggests.
+const ns = "openshift-cluster-csi-drivers"
+
+// Images the operator hands to the driver, as the bundle's Deployment sets them.
+var images = map[string]string{
+	"DRIVER_IMAGE":                "quay.io/csi-olm/aws-efs-csi-driver@sha256:" + fmt.Sprintf("%064d", 1),
+	"PROVISIONER_IMAGE":           "registry.k8s.io/sig-storage/csi-provisioner@sha256:" + fmt.Sprintf("%064d", 2),
+	"NODE_DRIVER_REGISTRAR_IMAGE": "registry.k8s.io/sig-storage/csi-node-driver-registrar@sha256:" + fmt.Sprintf("%064d", 3),
+	"LIVENESS_PROBE_IMAGE":        "registry.k8s.io/sig-storage/livenessprobe@sha256:" + fmt.Sprintf("%064d", 4),
+	"KUBE_RBAC_PROXY_IMAGE":       "quay.io/brancz/kube-rbac-proxy@sha256:" + fmt.Sprintf("%064d", 5),
+}
+
+// harness is a test bed stack with the OpenShift singletons, the operator's namespace and a
+// kube client.
+type harness struct {
+	t     testing.TB
+	stack *testbed.Stack
+	c     client.Client
+	kube  kubernetes.Interface
+}
+
+func newHarness(t testing.TB, level testbed.Level, opts testbed.OpenShiftOptions) *harness {
+	t.Helper()
+	s := testbed.StartT(t, level)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.InstallOpenShift(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, stack: s, c: s.Client, kube: kubernetes.NewForConfigOrDie(s.Config)}
+}
+
+// runOperator runs the operator in this process until the test ends.
+func (h *harness) runOperator() {
+	h.t.Helper()
+	for env, image := range images {
+		if os.Getenv(env) != image {
+			h.t.Fatalf("%s is not set: call setImages first", env)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	recorder := events.NewKubeRecorder(h.kube.CoreV1().Events(ns), operator.OperatorName,
+		&corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: operator.OperatorName}, clock.RealClock{})
+	go func() {
+		done <- operator.RunOperator(ctx, &controllercmd.ControllerContext{
+			KubeConfig: h.stack.Config, ProtoKubeConfig: h.stack.Config, EventRecorder: recorder,
+			OperatorNamespace: ns, Clock: clock.RealClock{},
+		})
+	}()
+	h.t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				h.t.Errorf("operator: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			h.t.Error("the operator did not stop within 30s")
+		}
+	})
+}
+
+// setImages sets the environment the bundle's Deployment gives the operator.
+func setImages(t *testing.T) {
+	for env, image := range images {
+		t.Setenv(env, image)
+	}
+	t.Setenv("OPERATOR_NAME", operator.OperatorName)
+}
+
+func (h *harness) createCR(ctx context.Context, name string, state operatorv1.ManagementState) {
+	h.t.Helper()
+	cr := &operatorv1.ClusterCSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{
+			ManagementState: state, LogLevel: operatorv1.Normal, OperatorLogLevel: operatorv1.Normal,
+		}},
+	}
+	if err := h.c.Create(ctx, cr); err != nil {
+		h.t.Fatalf("creating ClusterCSIDriver %s: %v", name, err)
+	}
+}
+
+func (h *harness) cr(ctx context.Context) (*operatorv1.ClusterCSIDriver, error) {
+	var cr operatorv1.ClusterCSIDriver
+	err := h.c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &cr)
+	return &cr, err
+}
+
+func (h *harness) setState(ctx context.Context, state operatorv1.ManagementState) {
+	h.t.Helper()
+	cr, err := h.cr(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	patch := client.MergeFrom(cr.DeepCopy())
+	cr.Spec.ManagementState = state
+	if err := h.c.Patch(ctx, cr, patch); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it holds or the context ends; the error says what was awaited
+// and the last reason it was not there.
+func eventually(ctx context.Context, what string, cond func(context.Context) error) error {
+	var last error
+	for {
+		if last = cond(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// conditionIs checks a condition of the CR.
+func (h *harness) conditionIs(conditionType string, status operatorv1.ConditionStatus) func(context.Context) error {
+	return func(ctx context.Context) error {
+		cr, err := h.cr(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range cr.Status.Conditions {
+			if c.Type == conditionType {
+				if c.Status == status {
+					return nil
+				}
+				return fmt.Errorf("%s=%s reason=%s message=%q", c.Type, c.Status, c.Reason, c.Message)
+			}
+		}
+		return fmt.Errorf("no condition %s among %d", conditionType, len(cr.Status.Conditions))
+	}
+}
+
+// exists checks that an object exists.
+func (h *harness) exists(obj client.Object) func(context.Context) error {
+	return func(ctx context.Context) error { return h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj) }
+}
+
+// gone checks that an object does not exist.
+func (h *harness) gone(obj client.Object) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%T %s still exists", obj, obj.GetName())
+	}
+}
+
+// available checks that a Deployment or DaemonSet is available with its current template.
+func (h *harness) available(obj client.Object) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			if o.Status.ObservedGeneration >= o.Generation && o.Status.UpdatedReplicas == *o.Spec.Replicas && o.Status.AvailableReplicas == *o.Spec.Replicas {
+				return nil
+			}
+			return fmt.Errorf("deployment status %+v", o.Status)
+		case *appsv1.DaemonSet:
+			st := o.Status
+			if st.ObservedGeneration >= o.Generation && st.DesiredNumberScheduled > 0 && st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled {
+				return nil
+			}
+			return fmt.Errorf("daemonset status %+v", st)
+		}
+		return fmt.Errorf("%T has no availability", obj)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

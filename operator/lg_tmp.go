@@ -1,0 +1,3 @@
+package operator
+
+import _ "github.com/openshift/library-go/pkg/operator/csi/csicontrollerset"

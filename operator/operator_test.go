@@ -1,0 +1,180 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+func unstructuredOf(gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
+}
+
+// operands are the objects a Managed CR installs.
+func operands() []client.Object {
+	return []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller"}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}},
+		&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "efs.csi.aws.com"}},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "efs-sc"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-sa"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller-sa"}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller-metrics"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws-efs-csi-driver-trusted-ca-bundle"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-external-provisioner-role"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-provisioner-binding"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-privileged-role"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-node-privileged-binding"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-kube-rbac-proxy-role"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-kube-rbac-proxy-binding"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-lease-role"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-lease-binding"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-prometheus"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-prometheus"}},
+		unstructuredOf(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, ns, "efs-csi-controller-monitor"),
+		unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver"),
+	}
+}
+
+// actAsCloudCredentialOperator mints the secret a CredentialsRequest asks for, as the
+// cloud-credential operator does on a real cluster.
+func (h *harness) actAsCloudCredentialOperator(ctx context.Context) {
+	h.t.Helper()
+	cr := unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver")
+	must(h.t, eventually(ctx, "the CredentialsRequest", h.exists(cr)))
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws-efs-cloud-credentials"},
+		StringData: map[string]string{"credentials": "[default]\naws_access_key_id = test\naws_secret_access_key = test\n"},
+	}
+	must(h.t, h.c.Create(ctx, secret))
+}
+
+func TestInstallFromNothing(t *testing.T) {
+	setImages(t)
+	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.actAsCloudCredentialOperator(ctx)
+
+	for _, obj := range operands() {
+		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
+	}
+	must(t, eventually(ctx, "controller Deployment available", h.available(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller"}})))
+	must(t, eventually(ctx, "node DaemonSet available", h.available(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
+	for _, c := range []string{"AWSEFSDriverControllerServiceControllerAvailable", "AWSEFSDriverNodeServiceControllerAvailable"} {
+		must(t, eventually(ctx, c, h.conditionIs(c, operatorv1.ConditionTrue)))
+	}
+	for _, c := range []string{"AWSEFSDriverControllerServiceControllerDegraded", "AWSEFSDriverNodeServiceControllerDegraded", "AWSEFSDriverStaticResourcesControllerDegraded", "AWSEFSDriverUninstallDegraded"} {
+		must(t, eventually(ctx, c, h.conditionIs(c, operatorv1.ConditionFalse)))
+	}
+	cr, err := h.cr(ctx)
+	must(t, err)
+	if !contains(cr.Finalizers, operator.UninstallFinalizer) {
+		t.Errorf("finalizers %v lack %s", cr.Finalizers, operator.UninstallFinalizer)
+	}
+
+	var deploy appsv1.Deployment
+	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "efs-csi-controller"}, &deploy))
+	var ds appsv1.DaemonSet
+	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "efs-csi-node"}, &ds))
+	want := map[string]string{
+		"csi-driver": images["DRIVER_IMAGE"], "csi-provisioner": images["PROVISIONER_IMAGE"],
+		"provisioner-kube-rbac-proxy": images["KUBE_RBAC_PROXY_IMAGE"], "liveness-probe": images["LIVENESS_PROBE_IMAGE"],
+	}
+	for _, c := range deploy.Spec.Template.Spec.Containers {
+		if c.Image != want[c.Name] {
+			t.Errorf("controller container %s runs %s, want %s", c.Name, c.Image, want[c.Name])
+		}
+		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
+			t.Errorf("controller container %s is privileged: only the node DaemonSet may be", c.Name)
+		}
+		if strings.Contains(strings.Join(c.Args, " "), "${") {
+			t.Errorf("controller container %s has unfilled placeholders: %v", c.Name, c.Args)
+		}
+	}
+	// Rotating the credentials changes the pod template, which restarts the controller.
+	before := credentialsHash(&deploy)
+	if before == "" {
+		t.Errorf("the controller's pod template does not follow its credentials: annotations %v", deploy.Spec.Template.Annotations)
+	}
+	var secret corev1.Secret
+	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-efs-cloud-credentials"}, &secret))
+	secret.Data["credentials"] = []byte("[default]\naws_access_key_id = rotated\naws_secret_access_key = rotated\n")
+	must(t, h.c.Update(ctx, &secret))
+	must(t, eventually(ctx, "a restart after the credentials rotate", func(ctx context.Context) error {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(&deploy), &deploy); err != nil {
+			return err
+		}
+		if credentialsHash(&deploy) == before {
+			return fmt.Errorf("pod template still has the old credentials hash")
+		}
+		return nil
+	}))
+	if *deploy.Spec.Replicas != 2 {
+		t.Errorf("a highly available control plane gets %d controller replicas, want 2", *deploy.Spec.Replicas)
+	}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name == "efs-plugin" && c.Image != images["DRIVER_IMAGE"] {
+			t.Errorf("node driver runs %s", c.Image)
+		}
+	}
+}
+
+func TestSingleNodeRunsOneControllerReplica(t *testing.T) {
+	setImages(t)
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{SingleNode: true, CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller"}}
+	must(t, eventually(ctx, "controller Deployment", h.exists(deploy)))
+	if *deploy.Spec.Replicas != 1 {
+		t.Errorf("single-node cluster gets %d controller replicas, want 1", *deploy.Spec.Replicas)
+	}
+	// Manual credentials without an STS role: no CredentialsRequest is made.
+	cr := operands()[len(operands())-1]
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err == nil {
+		t.Error("a CredentialsRequest was created in Manual credentials mode without ROLEARN")
+	}
+}
+
+// credentialsHash is the pod-template annotation library-go derives from the credentials secret.
+func credentialsHash(d *appsv1.Deployment) string {
+	for k, v := range d.Spec.Template.Annotations {
+		if strings.HasPrefix(k, "operator.openshift.io/dep-") {
+			return v
+		}
+	}
+	return ""
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

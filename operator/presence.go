@@ -1,0 +1,79 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/openshift/library-go/pkg/controller/factory"
+	"github.com/openshift/library-go/pkg/operator/events"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+
+	"github.com/csi-olm/csi-olm/operator/assets"
+)
+
+const presenceControllerName = "AWSEFSDriverPresence"
+
+// CRPresent is 1 while ClusterCSIDriver efs.csi.aws.com exists, 0 while the operator waits for it.
+// The PrometheusRule of the operator raises an info alert on 0.
+var CRPresent = metrics.NewGauge(&metrics.GaugeOpts{
+	Name:           "aws_efs_csi_driver_operator_clustercsidriver_present",
+	Help:           "1 when ClusterCSIDriver efs.csi.aws.com exists, 0 when the operator waits for an admin to create it.",
+	StabilityLevel: metrics.ALPHA,
+})
+
+func init() {
+	legacyregistry.MustRegister(CRPresent)
+}
+
+// presenceController tells the admin, without deploying anything, that the driver is not
+// installed until the CR exists: an event when the CR is missing, the CRPresent metric and the
+// PrometheusRule alert on it.
+type presenceController struct {
+	operatorClient v1helpers.OperatorClientWithFinalizers
+	dynamic        dynamic.Interface
+	assets         func(string) ([]byte, error)
+	wasPresent     *bool
+}
+
+func newPresenceController(c *presenceController, recorder events.Recorder) factory.Controller {
+	return factory.New().
+		WithInformers(c.operatorClient.Informer()).
+		WithSync(c.sync).
+		ResyncEvery(10 * time.Minute).
+		ToController(presenceControllerName, recorder)
+}
+
+func (c *presenceController) sync(ctx context.Context, syncCtx factory.SyncContext) error {
+	raw, err := c.assets(assets.PrometheusRuleFile)
+	if err != nil {
+		return err
+	}
+	rule := resourceread.ReadUnstructuredOrDie(raw)
+	// Without the monitoring stack's CRD there is nothing to alert with; the event stays.
+	if _, _, err := resourceapply.ApplyPrometheusRule(ctx, c.dynamic, syncCtx.Recorder(), rule); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("applying PrometheusRule %s: %w", rule.GetName(), err)
+	}
+	_, _, _, err = c.operatorClient.GetOperatorState()
+	present := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if present {
+		CRPresent.Set(1)
+	} else {
+		CRPresent.Set(0)
+	}
+	if !present && (c.wasPresent == nil || *c.wasPresent) {
+		syncCtx.Recorder().Warningf("ClusterCSIDriverMissing",
+			"ClusterCSIDriver %s does not exist, so the AWS EFS CSI driver is not installed: create it with managementState Managed to install the driver", CRName)
+	}
+	c.wasPresent = &present
+	return nil
+}

@@ -1,0 +1,155 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	configinformers "github.com/openshift/client-go/config/informers/externalversions"
+	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
+	operatorinformers "github.com/openshift/client-go/operator/informers/externalversions"
+	"github.com/openshift/library-go/pkg/controller/controllercmd"
+	"github.com/openshift/library-go/pkg/controller/factory"
+	"github.com/openshift/library-go/pkg/operator/csi/csicontrollerset"
+	"github.com/openshift/library-go/pkg/operator/csi/csidrivercontrollerservicecontroller"
+	"github.com/openshift/library-go/pkg/operator/csi/csidrivernodeservicecontroller"
+	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/csi-olm/csi-olm/operator/assets"
+)
+
+const resync = 20 * time.Minute
+
+// RunOperator runs the operator until ctx ends. Operands live in the operator's own namespace.
+func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error {
+	ns := cc.OperatorNamespace
+	if ns == "" {
+		return fmt.Errorf("the operator's namespace is unknown: run it in a pod or pass --namespace")
+	}
+	// library-go names the controllers' finalizers on the CR after $OPERATOR_NAME, else after
+	// os.Args[0], which may be a path: pin it so the names are valid and stable.
+	if os.Getenv("OPERATOR_NAME") == "" {
+		if err := os.Setenv("OPERATOR_NAME", OperatorName); err != nil {
+			return err
+		}
+	}
+	config := rest.AddUserAgent(cc.KubeConfig, OperatorName)
+	kubeClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	dynamicClient, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	configClient, err := configclient.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	opClient, err := operatorclient.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	var clk clock.PassiveClock = clock.RealClock{}
+	if cc.Clock != nil {
+		clk = cc.Clock
+	}
+	operatorClient, dynamicInformers, err := newOperatorClient(clk, config)
+	if err != nil {
+		return err
+	}
+
+	// Informers are scoped to the operator's namespace (and the cluster singletons library-go
+	// reads), so that the number of unrelated objects in the cluster does not matter.
+	kubeInformers := v1helpers.NewKubeInformersForNamespaces(kubeClient, ns)
+	nsInformers := kubeInformers.InformersFor(ns)
+	configInformers := configinformers.NewSharedInformerFactory(configClient, resync)
+	operatorInformers := operatorinformers.NewSharedInformerFactory(opClient, resync)
+	secrets := nsInformers.Core().V1().Secrets()
+	configMaps := nsInformers.Core().V1().ConfigMaps()
+	recorder := cc.EventRecorder
+	read := assets.For(ns)
+
+	g := &gate{}
+	gated := &gatedClient{OperatorClientWithFinalizers: operatorClient, gate: g}
+
+	controllerSet := csicontrollerset.NewCSIControllerSet(gated, recorder).
+		WithManagementStateController(OperatorName, true).
+		WithLogLevelController().
+		WithStaticResourcesController("AWSEFSDriverStaticResourcesController", kubeClient, dynamicClient, kubeInformers, read, assets.StaticFiles).
+		WithCredentialsRequestController("AWSEFSDriverCredentialsRequestController", ns, read, assets.CredentialsFile, dynamicClient, operatorInformers, stsHook).
+		WithCSIConfigObserverController("AWSEFSDriverCSIConfigObserverController", configInformers).
+		WithCSIDriverControllerService("AWSEFSDriverControllerServiceController", read, assets.ControllerFile, kubeClient, nsInformers, configInformers,
+			[]factory.Informer{secrets.Informer(), configMaps.Informer()},
+			csidrivercontrollerservicecontroller.WithObservedProxyDeploymentHook(),
+			csidrivercontrollerservicecontroller.WithCABundleDeploymentHook(ns, trustedCAConfigMap, configMaps),
+			// A rotated or newly minted credential restarts the controller pods.
+			csidrivercontrollerservicecontroller.WithSecretHashAnnotationHook(ns, credentialsSecret, secrets),
+			// One replica on single-node clusters, two otherwise.
+			csidrivercontrollerservicecontroller.WithReplicasHook(configInformers),
+		).
+		WithCSIDriverNodeService("AWSEFSDriverNodeServiceController", read, assets.NodeFile, kubeClient, nsInformers,
+			[]factory.Informer{configMaps.Informer()},
+			csidrivernodeservicecontroller.WithObservedProxyDaemonSetHook(),
+			csidrivernodeservicecontroller.WithCABundleDaemonSetHook(ns, trustedCAConfigMap, configMaps),
+		).
+		WithServiceMonitorController("AWSEFSDriverServiceMonitorController", dynamicClient, read, assets.ServiceMonitorFile).
+		WithStorageClassController("AWSEFSDriverStorageClassController", read, []string{assets.StorageClassFile}, kubeClient, nsInformers, operatorInformers)
+
+	csiDriverManifest, err := read("csidriver.yaml")
+	if err != nil {
+		return err
+	}
+	objects, err := operandObjects(ns)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
+	own := []factory.Controller{
+		newAdoptionController(&adoptionController{
+			namespace: ns, operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient,
+			daemonSets: nsInformers.Apps().V1().DaemonSets(), csiDriver: resourceread.ReadCSIDriverV1OrDie(csiDriverManifest), gate: g,
+		}, recorder),
+		newUninstallController(&uninstallController{
+			operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient, mapper: mapper, objects: objects, gate: g,
+		}, recorder),
+		newPresenceController(&presenceController{operatorClient: operatorClient, dynamic: dynamicClient, assets: read}, recorder),
+	}
+
+	klog.Infof("starting the %s in namespace %s", OperatorName, ns)
+	kubeInformers.Start(ctx.Done())
+	dynamicInformers.Start(ctx.Done())
+	configInformers.Start(ctx.Done())
+	operatorInformers.Start(ctx.Done())
+	controllerSet.Run(ctx, 1)
+	for _, c := range own {
+		go c.Run(ctx, 1)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// stsHook turns the CredentialsRequest into an STS request when the operator is given an IAM
+// role (ROLEARN, as OperatorHub sets it on clusters with short-lived credentials).
+func stsHook(_ *operatorv1.OperatorSpec, cr *unstructured.Unstructured) error {
+	roleARN := os.Getenv("ROLEARN")
+	if roleARN == "" {
+		return nil
+	}
+	if err := unstructured.SetNestedField(cr.Object, roleARN, "spec", "providerSpec", "stsIAMRoleARN"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedField(cr.Object, "/var/run/secrets/openshift/serviceaccount/token", "spec", "cloudTokenPath")
+}
