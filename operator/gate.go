@@ -16,7 +16,8 @@ import (
 //   - adoption: until the community driver's objects are prepared to be taken over in place
 //     (see adoption.go), the controllers see Unmanaged and touch nothing;
 //   - uninstall: until no EFS PersistentVolume is left (see uninstall.go), a Removed or deleted
-//     CR is shown to them as Managed and not deleted, so the driver keeps serving its volumes.
+//     CR is shown to them as Managed and not deleted, so the driver keeps serving its volumes;
+//     after that, a deleted CR is shown as Removed.
 type gate struct {
 	adopted        atomic.Bool
 	removalAllowed atomic.Bool
@@ -35,6 +36,11 @@ func (c *gatedClient) view(spec *operatorv1.OperatorSpec) *operatorv1.OperatorSp
 	state := spec.ManagementState
 	if state == operatorv1.Removed && !c.gate.removalAllowed.Load() {
 		state = operatorv1.Managed
+	}
+	// Once removal is allowed, a deleted CR is a Removed one: library-go's static resource and
+	// StorageClass controllers would otherwise re-apply their objects until the CR is gone.
+	if meta, err := c.OperatorClientWithFinalizers.GetObjectMeta(); err == nil && meta.DeletionTimestamp != nil && c.gate.removalAllowed.Load() {
+		state = operatorv1.Removed
 	}
 	if state == operatorv1.Managed && !c.gate.adopted.Load() {
 		state = operatorv1.Unmanaged
@@ -78,3 +84,12 @@ func (c *gatedClient) UpdateOperatorSpec(ctx context.Context, resourceVersion st
 	spec, rv, err := c.OperatorClientWithFinalizers.UpdateOperatorSpec(ctx, resourceVersion, out)
 	return c.view(spec), rv, err
 }
+
+// managed reports whether the operand controllers see a Managed CR.
+func (c *gatedClient) managed() bool {
+	spec, _, _, err := c.GetOperatorState()
+	return err == nil && spec.ManagementState == operatorv1.Managed
+}
+
+// never is a shouldDelete that leaves removal to the uninstall controller.
+func never() bool { return false }

@@ -46,7 +46,7 @@ func newPresenceController(c *presenceController, recorder events.Recorder) fact
 	return factory.New().
 		WithInformers(c.operatorClient.Informer()).
 		WithSync(c.sync).
-		ResyncEvery(10 * time.Minute).
+		ResyncEvery(10*time.Minute).
 		ToController(presenceControllerName, recorder)
 }
 

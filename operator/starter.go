@@ -88,7 +88,10 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	controllerSet := csicontrollerset.NewCSIControllerSet(gated, recorder).
 		WithManagementStateController(OperatorName, true).
 		WithLogLevelController().
-		WithStaticResourcesController("AWSEFSDriverStaticResourcesController", kubeClient, dynamicClient, kubeInformers, read, assets.StaticFiles).
+		// library-go's static resource controller applies its manifests in every state but
+		// Unmanaged; applying them only while Managed lets the uninstall controller remove them.
+		WithConditionalStaticResourcesController("AWSEFSDriverStaticResourcesController", kubeClient, dynamicClient, kubeInformers, read,
+			append(append([]string{}, assets.StaticFiles...), assets.ServiceMonitorFile), gated.managed, never).
 		WithCredentialsRequestController("AWSEFSDriverCredentialsRequestController", ns, read, assets.CredentialsFile, dynamicClient, operatorInformers, stsHook).
 		WithCSIConfigObserverController("AWSEFSDriverCSIConfigObserverController", configInformers).
 		WithCSIDriverControllerService("AWSEFSDriverControllerServiceController", read, assets.ControllerFile, kubeClient, nsInformers, configInformers,
@@ -105,7 +108,6 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			csidrivernodeservicecontroller.WithObservedProxyDaemonSetHook(),
 			csidrivernodeservicecontroller.WithCABundleDaemonSetHook(ns, trustedCAConfigMap, configMaps),
 		).
-		WithServiceMonitorController("AWSEFSDriverServiceMonitorController", dynamicClient, read, assets.ServiceMonitorFile).
 		WithStorageClassController("AWSEFSDriverStorageClassController", read, []string{assets.StorageClassFile}, kubeClient, nsInformers, operatorInformers)
 
 	csiDriverManifest, err := read("csidriver.yaml")

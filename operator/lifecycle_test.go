@@ -1,0 +1,260 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/component-base/metrics/testutil"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+// newManaged starts a stack with the operator and a Managed CR, and waits for the driver's
+// objects.
+func newManaged(t *testing.T, level testbed.Level) (*harness, context.Context) {
+	setImages(t)
+	h := newHarness(t, level, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	for _, obj := range operands()[:len(operands())-1] { // no CredentialsRequest in Manual mode
+		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
+	}
+	return h, ctx
+}
+
+func TestNoCRDeploysNothingAndAlerts(t *testing.T) {
+	setImages(t)
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	rule := unstructuredOf(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}, ns, "aws-efs-csi-driver-operator")
+	must(t, eventually(ctx, "the PrometheusRule", h.exists(rule)))
+	if !strings.Contains(fmt.Sprint(rule.Object["spec"]), "AWSEFSDriverNotEnabled") {
+		t.Errorf("the PrometheusRule lacks the alert: %v", rule.Object["spec"])
+	}
+	must(t, eventually(ctx, "the ClusterCSIDriverMissing event", func(ctx context.Context) error {
+		var events corev1.EventList
+		if err := h.c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "ClusterCSIDriverMissing" && strings.Contains(e.Message, "create it with managementState Managed") {
+				return nil
+			}
+		}
+		return fmt.Errorf("%d events, none ClusterCSIDriverMissing", len(events.Items))
+	}))
+	if v, err := testutil.GetGaugeMetricValue(operator.CRPresent); err != nil || v != 0 {
+		t.Errorf("metric %v, %v: want 0 without the CR", v, err)
+	}
+	// A while later, still nothing of the driver exists.
+	time.Sleep(2 * time.Second)
+	for _, obj := range operands() {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s exists without the CR (err %v)", obj, obj.GetName(), err)
+		}
+	}
+
+	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	must(t, eventually(ctx, "the metric to turn 1", func(context.Context) error {
+		if v, _ := testutil.GetGaugeMetricValue(operator.CRPresent); v != 1 {
+			return fmt.Errorf("metric is %v", v)
+		}
+		return nil
+	}))
+}
+
+func TestManagedStompsEditsUnmanagedKeepsThem(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}}
+	edit := func() {
+		t.Helper()
+		must(t, h.c.Get(ctx, client.ObjectKeyFromObject(ds), ds))
+		ds.Spec.Template.Spec.Containers[0].Image = "quay.io/someone/else:latest"
+		must(t, h.c.Update(ctx, ds))
+	}
+	driverImage := func(ctx context.Context) (string, error) {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
+			return "", err
+		}
+		return ds.Spec.Template.Spec.Containers[0].Image, nil
+	}
+
+	edit()
+	must(t, eventually(ctx, "the edit to be stomped", func(ctx context.Context) error {
+		if img, err := driverImage(ctx); err != nil || img != images["DRIVER_IMAGE"] {
+			return fmt.Errorf("image %q, %v", img, err)
+		}
+		return nil
+	}))
+
+	h.setState(ctx, operatorv1.Unmanaged)
+	time.Sleep(time.Second) // let the operator see Unmanaged
+	edit()
+	time.Sleep(3 * time.Second)
+	if img, err := driverImage(ctx); err != nil || img != "quay.io/someone/else:latest" {
+		t.Errorf("Unmanaged: the user's edit was changed to %q (%v)", img, err)
+	}
+
+	h.setState(ctx, operatorv1.Managed)
+	must(t, eventually(ctx, "Managed again to stomp the edit", func(ctx context.Context) error {
+		if img, err := driverImage(ctx); err != nil || img != images["DRIVER_IMAGE"] {
+			return fmt.Errorf("image %q, %v", img, err)
+		}
+		return nil
+	}))
+}
+
+func TestRemovedRemovesTheDriver(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	h.setState(ctx, operatorv1.Removed)
+	for _, obj := range operands() {
+		must(t, eventually(ctx, "removal of "+obj.GetName(), h.gone(obj)))
+	}
+	must(t, eventually(ctx, "the Removed condition", h.conditionIs("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse)))
+	cr, err := h.cr(ctx)
+	must(t, err)
+	for _, c := range cr.Status.Conditions {
+		if c.Type == "AWSEFSDriverUninstallProgressing" && c.Reason != "DriverRemoved" {
+			t.Errorf("reason %s, want DriverRemoved", c.Reason)
+		}
+	}
+	// Managed again brings the driver back.
+	h.setState(ctx, operatorv1.Managed)
+	must(t, eventually(ctx, "the driver back", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
+}
+
+func efsPV(name string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              "efs-sc",
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: "efs.csi.aws.com", VolumeHandle: "fs-0123::fsap-0456",
+			}},
+		},
+	}
+}
+
+// TestUninstallWaitsForVolumes runs on the full stack: the controller-manager releases the
+// pv-protection finalizer of deleted volumes.
+func TestUninstallWaitsForVolumes(t *testing.T) {
+	h, ctx := newManaged(t, testbed.Full)
+	var pvs []*corev1.PersistentVolume
+	for i := range 12 {
+		pv := efsPV(fmt.Sprintf("pv-app-%02d", i))
+		must(t, h.c.Create(ctx, pv))
+		pvs = append(pvs, pv)
+	}
+	cr, err := h.cr(ctx)
+	must(t, err)
+	must(t, h.c.Delete(ctx, cr))
+
+	must(t, eventually(ctx, "the uninstall to be blocked", h.conditionIs("AWSEFSDriverUninstallDegraded", operatorv1.ConditionTrue)))
+	cr, err = h.cr(ctx)
+	must(t, err)
+	for _, c := range cr.Status.Conditions {
+		if c.Type != "AWSEFSDriverUninstallDegraded" {
+			continue
+		}
+		for _, want := range []string{"VolumesInUse"} {
+			if c.Reason != want {
+				t.Errorf("reason %s, want %s", c.Reason, want)
+			}
+		}
+		for _, want := range []string{"12 EFS PersistentVolumes", "pv-app-00", "pv-app-09", "and 2 more", "delete them"} {
+			if !strings.Contains(c.Message, want) {
+				t.Errorf("message %q lacks %q", c.Message, want)
+			}
+		}
+		if strings.Contains(c.Message, "pv-app-10") {
+			t.Errorf("message names more than 10 volumes: %q", c.Message)
+		}
+	}
+	// Blocked: the driver keeps running, reconciled as if Managed.
+	time.Sleep(2 * time.Second)
+	for _, obj := range operands()[:len(operands())-1] {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			t.Errorf("%T %s is gone while volumes remain: %v", obj, obj.GetName(), err)
+		}
+	}
+	must(t, eventually(ctx, "the VolumesInUse event", func(ctx context.Context) error {
+		var events corev1.EventList
+		if err := h.c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == "VolumesInUse" && e.Type == corev1.EventTypeWarning {
+				return nil
+			}
+		}
+		return fmt.Errorf("no VolumesInUse event")
+	}))
+
+	for _, pv := range pvs {
+		must(t, h.c.Delete(ctx, pv))
+	}
+	for _, obj := range operands() {
+		must(t, eventually(ctx, "removal of "+obj.GetName(), h.gone(obj)))
+	}
+	must(t, eventually(ctx, "the CR to go", func(ctx context.Context) error {
+		if _, err := h.cr(ctx); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("CR still there: %v", err)
+		}
+		return nil
+	}))
+}
+
+func TestOtherClusterCSIDriversAreIgnored(t *testing.T) {
+	setImages(t)
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.createCR(ctx, "ebs.csi.aws.com", operatorv1.Managed)
+	time.Sleep(3 * time.Second)
+	var other operatorv1.ClusterCSIDriver
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "ebs.csi.aws.com"}, &other))
+	if len(other.Finalizers) > 0 || len(other.Status.Conditions) > 0 {
+		t.Errorf("the operator touched another driver's CR: finalizers %v, %d conditions", other.Finalizers, len(other.Status.Conditions))
+	}
+	if err := h.c.Get(ctx, client.ObjectKey{Name: "efs.csi.aws.com"}, &storagev1.CSIDriver{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the driver was installed for another CR: %v", err)
+	}
+}
+
+func TestInvalidLogLevelIsRejectedWithAClearMessage(t *testing.T) {
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cr := &operatorv1.ClusterCSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.CRName},
+		Spec: operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{
+			ManagementState: operatorv1.Managed, LogLevel: "Verbose",
+		}},
+	}
+	err := h.c.Create(ctx, cr)
+	if err == nil || !strings.Contains(err.Error(), "spec.logLevel") || !strings.Contains(err.Error(), `"Verbose"`) {
+		t.Fatalf("err = %v, want the API server to reject spec.logLevel \"Verbose\"", err)
+	}
+}
