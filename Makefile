@@ -43,8 +43,8 @@ e2e: tools ## Run the end-to-end tests on the local test bed (etcd, kube-apiserv
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: bench
-bench: tools ## Run the benchmarks (catalog validation against opm; test bed start-up, OLM install, source switch)
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./test/e2e/...
+bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency and memory; test bed and OLM flows)
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./test/e2e/...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the catalog loader and validator for a short while (CI runs it)

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,8 +58,11 @@ func newHarness(t testing.TB, level testbed.Level, opts testbed.OpenShiftOptions
 	return &harness{t: t, stack: s, c: s.Client, kube: kubernetes.NewForConfigOrDie(s.Config)}
 }
 
-// runOperator runs the operator in this process until the test ends.
-func (h *harness) runOperator() {
+// runOperator runs the operator in this process, as the cluster admin, until the test ends.
+func (h *harness) runOperator() { h.runOperatorAs(h.stack.Config) }
+
+// runOperatorAs runs the operator in this process with the given credentials.
+func (h *harness) runOperatorAs(config *rest.Config) {
 	h.t.Helper()
 	for env, image := range images {
 		if os.Getenv(env) != image {
@@ -67,11 +71,11 @@ func (h *harness) runOperator() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	recorder := events.NewKubeRecorder(h.kube.CoreV1().Events(ns), operator.OperatorName,
+	recorder := events.NewKubeRecorder(kubernetes.NewForConfigOrDie(config).CoreV1().Events(ns), operator.OperatorName,
 		&corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: operator.OperatorName}, clock.RealClock{})
 	go func() {
 		done <- operator.RunOperator(ctx, &controllercmd.ControllerContext{
-			KubeConfig: h.stack.Config, ProtoKubeConfig: h.stack.Config, EventRecorder: recorder,
+			KubeConfig: config, ProtoKubeConfig: config, EventRecorder: recorder,
 			OperatorNamespace: ns, Clock: clock.RealClock{},
 		})
 	}()

@@ -62,7 +62,13 @@ type uninstallController struct {
 	mapper         meta.RESTMapper
 	objects        []operandObject
 	gate           *gate
+	// goneSince is when the operand was first seen fully removed. A controller whose sync
+	// started before removal was allowed may still write one object; the finalizer is released
+	// only after the operand stayed gone for settleTime.
+	goneSince time.Time
 }
+
+const settleTime = 2 * time.Second
 
 func newUninstallController(c *uninstallController, recorder events.Recorder) factory.Controller {
 	return factory.New().
@@ -137,11 +143,19 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 	}
 	c.gate.removalAllowed.Store(true)
 	if len(present) > 0 {
+		c.goneSince = time.Time{}
 		if err := c.delete(ctx, present); err != nil {
 			return c.report(ctx, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonRemovalFailed, err.Error())
 		}
 		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), time.Second)
 		return c.report(ctx, operatorv1.ConditionFalse, operatorv1.ConditionTrue, reasonRemoving, fmt.Sprintf("removing %d objects", len(present)))
+	}
+	if c.goneSince.IsZero() {
+		c.goneSince = time.Now()
+	}
+	if wait := settleTime - time.Since(c.goneSince); wait > 0 {
+		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), wait)
+		return nil
 	}
 	if err := c.report(ctx, operatorv1.ConditionFalse, operatorv1.ConditionFalse, reasonRemoved, "the AWS EFS CSI driver is removed"); err != nil && !apierrors.IsNotFound(err) {
 		return err

@@ -11,6 +11,7 @@ import (
 	cataloggraph "github.com/csi-olm/csi-olm/catalog/graph"
 	catalogvalidate "github.com/csi-olm/csi-olm/catalog/validate"
 	"github.com/csi-olm/csi-olm/internal/cli/version"
+	efsrelease "github.com/csi-olm/csi-olm/operator/release"
 	devdown "github.com/csi-olm/csi-olm/test/dev/down"
 	devup "github.com/csi-olm/csi-olm/test/dev/up"
 )
@@ -36,11 +37,16 @@ AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between
 		Short: "Generate, validate and draw file-based catalogs",
 	}
 	catalog.AddCommand(cataloggenerate.NewCommand(), catalogvalidate.NewCommand(), cataloggraph.NewCommand())
+	efs := &cobra.Command{
+		Use:   "efs",
+		Short: "Operate on a cluster's AWS EFS CSI driver installation",
+	}
+	efs.AddCommand(efsrelease.NewCommand())
 	dev := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local Kubernetes cluster with OLM for trying the operators by hand",
 	}
 	dev.AddCommand(devup.NewCommand(), devdown.NewCommand())
-	root.AddCommand(version.NewCommand(), bundle, catalog, dev)
+	root.AddCommand(version.NewCommand(), bundle, catalog, efs, dev)
 	return root
 }

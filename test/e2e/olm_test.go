@@ -31,12 +31,8 @@ type olmFixture struct {
 func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
 	t.Helper()
 	s := testbed.StartT(t, testbed.OLM)
-	crds, err := testbed.OpenShiftCRDs(s.Tools().OpenShiftCRDs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The supported CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it.
-	if err := testbed.InstallCRDs(ctx, s.Client, crds...); err != nil {
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for name, dir := range map[string]string{communitySource: "community", certifiedSource: "certified"} {

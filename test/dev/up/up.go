@@ -34,7 +34,7 @@ func NewCommand() *cobra.Command {
 		Use:   "up",
 		Short: "Start a local cluster with OLM, serving the project's catalogs",
 		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (one fake Ready
-node) and OLM as local processes on loopback, installs the OpenShift APIs the operators read,
+node) and OLM as local processes on loopback, installs the OpenShift APIs and singletons the operators read,
 serves each catalog with opm and creates a CatalogSource for it in the olm namespace, then prints
 the KUBECONFIG to use. The cluster keeps running until ` + "`csi-olm dev down`" + `.
 
@@ -117,7 +117,7 @@ func (u *Up) Run(ctx context.Context) error {
 		s.Stop()
 		return fmt.Errorf("recording the dev cluster: %w", err)
 	}
-	if err := u.serve(ctx, s, tools, stateFile); err != nil {
+	if err := u.serve(ctx, s, stateFile); err != nil {
 		return fmt.Errorf("%w (the cluster is running: `csi-olm dev down` stops it)", err)
 	}
 	fmt.Fprintf(u.Out, "\ndev cluster (%s) is up in %s\n\n  export KUBECONFIG=%s\n\nstop it with: csi-olm dev down\n",
@@ -125,15 +125,11 @@ func (u *Up) Run(ctx context.Context) error {
 	return nil
 }
 
-func (u *Up) serve(ctx context.Context, s *testbed.Stack, tools testbed.Tools, stateFile string) error {
+func (u *Up) serve(ctx context.Context, s *testbed.Stack, stateFile string) error {
 	if s.Level < testbed.Full {
 		return nil
 	}
-	crds, err := testbed.OpenShiftCRDs(tools.OpenShiftCRDs)
-	if err != nil {
-		return err
-	}
-	if err := testbed.InstallCRDs(ctx, s.Client, crds...); err != nil {
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(u.Catalogs))
