@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,7 @@ func TestInstallFromNothing(t *testing.T) {
 	}
 	cr, err := h.cr(ctx)
 	must(t, err)
-	if !contains(cr.Finalizers, operator.UninstallFinalizer) {
+	if !slices.Contains(cr.Finalizers, operator.UninstallFinalizer) {
 		t.Errorf("finalizers %v lack %s", cr.Finalizers, operator.UninstallFinalizer)
 	}
 
@@ -168,13 +169,4 @@ func credentialsHash(d *appsv1.Deployment) string {
 		}
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

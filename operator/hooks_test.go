@@ -1,0 +1,98 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+// TestClusterSettingsReachTheDriver checks library-go's hooks end to end: the cluster proxy and
+// the trusted CA bundle reach the driver's pods, and spec.logLevel sets their verbosity.
+func TestClusterSettingsReachTheDriver(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	var proxy configv1.Proxy
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "cluster"}, &proxy))
+	proxy.Status = configv1.ProxyStatus{HTTPProxy: "http://proxy.example:3128", HTTPSProxy: "http://proxy.example:3128", NoProxy: ".cluster.local"}
+	must(t, h.c.Status().Update(ctx, &proxy))
+	var ca corev1.ConfigMap
+	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "aws-efs-csi-driver-trusted-ca-bundle"}, &ca))
+	ca.Data = map[string]string{"ca-bundle.crt": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
+	must(t, h.c.Update(ctx, &ca)) // what OpenShift's CA injection does
+	cr, err := h.cr(ctx)
+	must(t, err)
+	patch := client.MergeFrom(cr.DeepCopy())
+	cr.Spec.LogLevel = operatorv1.Debug
+	must(t, h.c.Patch(ctx, cr, patch))
+
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller"}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}},
+	} {
+		must(t, eventually(ctx, "proxy, CA and log level in "+obj.GetName(), func(ctx context.Context) error {
+			if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			var pod corev1.PodSpec
+			switch o := obj.(type) {
+			case *appsv1.Deployment:
+				pod = o.Spec.Template.Spec
+			case *appsv1.DaemonSet:
+				pod = o.Spec.Template.Spec
+			}
+			driver := pod.Containers[0]
+			env := fmt.Sprint(driver.Env)
+			switch {
+			case !strings.Contains(env, "http://proxy.example:3128"):
+				return fmt.Errorf("no proxy in %s env %s", driver.Name, env)
+			case !slices.Contains(driver.Args, "--v=4"):
+				return fmt.Errorf("%s args %v lack --v=4 (Debug)", driver.Name, driver.Args)
+			case !hasVolumeFromConfigMap(pod, "aws-efs-csi-driver-trusted-ca-bundle"):
+				return fmt.Errorf("the trusted CA bundle is not mounted")
+			}
+			return nil
+		}))
+	}
+}
+
+func hasVolumeFromConfigMap(pod corev1.PodSpec, name string) bool {
+	for _, v := range pod.Volumes {
+		if v.ConfigMap != nil && v.ConfigMap.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSTSCredentialsRequest: with manual credentials and an IAM role, the operator asks the
+// cloud-credential operator for an STS web-identity configuration.
+func TestSTSCredentialsRequest(t *testing.T) {
+	setImages(t)
+	t.Setenv("ROLEARN", "arn:aws:iam::123456789012:role/efs-csi")
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	cr := unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver")
+	must(t, eventually(ctx, "the CredentialsRequest", h.exists(cr)))
+	spec := fmt.Sprint(cr.Object["spec"])
+	for _, want := range []string{"stsIAMRoleARN:arn:aws:iam::123456789012:role/efs-csi", "cloudTokenPath:/var/run/secrets/openshift/serviceaccount/token", "namespace:" + ns} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("CredentialsRequest spec lacks %s: %s", want, spec)
+		}
+	}
+}
