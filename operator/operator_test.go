@@ -80,6 +80,16 @@ func TestInstallFromNothing(t *testing.T) {
 
 	for _, obj := range operands() {
 		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
+		// Nothing ties the driver to the operator: uninstalling the operator (its CSV) leaves
+		// every operand object, and so every volume, working.
+		if refs := obj.GetOwnerReferences(); len(refs) > 0 {
+			t.Errorf("%T %s has owner references %v", obj, obj.GetName(), refs)
+		}
+		for k := range obj.GetLabels() {
+			if strings.HasPrefix(k, "olm.") || strings.HasPrefix(k, "operators.coreos.com/") {
+				t.Errorf("%T %s carries OLM's label %s", obj, obj.GetName(), k)
+			}
+		}
 	}
 	must(t, eventually(ctx, "controller Deployment available", h.available(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller"}})))
 	must(t, eventually(ctx, "node DaemonSet available", h.available(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
