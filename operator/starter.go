@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csi-olm/csi-olm/operator/assets"
+	svcontroller "github.com/csi-olm/csi-olm/sharedvolume/controller"
 )
 
 const resync = 20 * time.Minute
@@ -139,8 +140,20 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	for _, c := range own {
 		go c.Run(ctx, 1)
 	}
-	<-ctx.Done()
-	return nil
+	// The SharedVolume controller serves app teams whether or not the driver is Managed: their
+	// volumes are static, and a community install's SharedVolumes must keep working.
+	svErr := make(chan error, 1)
+	go func() { svErr <- svcontroller.Run(ctx, config, OperatorName, svcontroller.DefaultOptions) }()
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-svErr:
+		if err != nil {
+			return fmt.Errorf("SharedVolume controller: %w", err)
+		}
+		<-ctx.Done()
+		return nil
+	}
 }
 
 // stsHook turns the CredentialsRequest into an STS request when the operator is given an IAM

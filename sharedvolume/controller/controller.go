@@ -1,0 +1,243 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+)
+
+// FieldManager names the controller's writes.
+const FieldManager = "aws-efs-csi-driver-operator-sharedvolume"
+
+// ConditionReady is the condition type of a SharedVolume whose claim is bound and mountable.
+const ConditionReady = "Ready"
+
+// Reasons of the Ready condition and of events.
+const (
+	ReasonBound      = "Bound"
+	ReasonBinding    = "WaitingForBinding"
+	ReasonCollision  = "NameCollision"
+	ReasonNotAllowed = "FileSystemNotAllowed"
+	ReasonMismatch   = "VolumeMismatch"
+	ReasonDeleting   = "Deleting"
+)
+
+// Reconciler reconciles SharedVolumes.
+type Reconciler struct {
+	client.Client
+	// Reader reads objects the cache does not hold: those without the ownership labels.
+	Reader   client.Reader
+	Recorder record.EventRecorder
+}
+
+// SetupWithManager registers the controller. PV and PVC events map back to their SharedVolume
+// through the ownership labels.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	toOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		l := obj.GetLabels()
+		if l[OwnerNamespace] == "" || l[OwnerName] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[OwnerNamespace], Name: l[OwnerName]}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("sharedvolume").
+		For(&v1alpha1.SharedVolume{}).
+		Watches(&corev1.PersistentVolumeClaim{}, toOwner).
+		Watches(&corev1.PersistentVolume{}, toOwner).
+		// Run may start the controller again in a process whose previous one stopped.
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true)}).
+		Complete(r)
+}
+
+// Reconcile brings one SharedVolume's PV and PVC to the desired state and writes its status
+// once, if it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (result reconcile.Result, err error) {
+	defer func() {
+		if err != nil {
+			ReconcileErrors.Inc()
+		}
+	}()
+	sv := &v1alpha1.SharedVolume{}
+	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if sv.DeletionTimestamp != nil {
+		return r.delete(ctx, sv)
+	}
+	if !controllerutil.ContainsFinalizer(sv, Finalizer) {
+		patch := client.MergeFrom(sv.DeepCopy())
+		controllerutil.AddFinalizer(sv, Finalizer)
+		if err := r.Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+	status, err := r.ensure(ctx, sv)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, r.writeStatus(ctx, sv, status)
+}
+
+// ensure creates or adopts the PV and PVC and returns the status they give.
+func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume) (v1alpha1.SharedVolumeStatus, error) {
+	var ns corev1.Namespace
+	if err := r.Get(ctx, client.ObjectKey{Name: sv.Namespace}, &ns); err != nil {
+		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading namespace %s: %w", sv.Namespace, err)
+	}
+	if ok, why := allowed(&ns, sv); !ok {
+		return failed(sv, ReasonNotAllowed, why), nil
+	}
+	pv := &corev1.PersistentVolume{}
+	switch err := r.getAny(ctx, client.ObjectKey{Name: PVName(sv)}, pv); {
+	case apierrors.IsNotFound(err):
+		pv = desiredPV(sv)
+		if err := r.Create(ctx, pv, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
+		}
+	case err != nil:
+		return v1alpha1.SharedVolumeStatus{}, err
+	case !ownedBy(pv, sv):
+		return failed(sv, ReasonCollision, fmt.Sprintf("PersistentVolume %s already exists and belongs to %s: rename this SharedVolume", pv.Name, owner(pv))), nil
+	case !mountsSameAccessPoint(pv, sv):
+		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s", pv.Name, pv.Spec.CSI.VolumeHandle, sv.Spec.FileSystemID, sv.Spec.AccessPointID)), nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	switch err := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: PVCName(sv)}, pvc); {
+	case apierrors.IsNotFound(err):
+		pvc = desiredPVC(sv)
+		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+		}
+	case err != nil:
+		return v1alpha1.SharedVolumeStatus{}, err
+	case !ownedBy(pvc, sv):
+		return failed(sv, ReasonCollision, fmt.Sprintf("PersistentVolumeClaim %s/%s already exists and belongs to %s: rename this SharedVolume", pvc.Namespace, pvc.Name, owner(pvc))), nil
+	case pvc.Spec.VolumeName != pv.Name:
+		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to %s, not %s", pvc.Namespace, pvc.Name, pvc.Spec.VolumeName, pv.Name)), nil
+	}
+	status := v1alpha1.SharedVolumeStatus{
+		ClaimRef: &corev1.TypedLocalObjectReference{APIGroup: ptr.To(""), Kind: "PersistentVolumeClaim", Name: pvc.Name},
+	}
+	if pvc.Status.Phase == corev1.ClaimBound {
+		status.Phase = v1alpha1.SharedVolumeReady
+		setReady(&status, sv, metav1.ConditionTrue, ReasonBound, fmt.Sprintf("PersistentVolumeClaim %s is bound to %s", pvc.Name, pv.Name))
+	} else {
+		status.Phase = v1alpha1.SharedVolumePending
+		setReady(&status, sv, metav1.ConditionFalse, ReasonBinding, fmt.Sprintf("waiting for PersistentVolumeClaim %s to bind to %s", pvc.Name, pv.Name))
+	}
+	return status, nil
+}
+
+// getAny reads an object from the cache and, when the cache does not have it (it only holds
+// objects labelled as a SharedVolume's), from the API server: a colliding object is unlabelled.
+func (r *Reconciler) getAny(ctx context.Context, key client.ObjectKey, obj client.Object) error {
+	err := r.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) && r.Reader != nil {
+		return r.Reader.Get(ctx, key, obj)
+	}
+	return err
+}
+
+func failed(sv *v1alpha1.SharedVolume, reason, message string) v1alpha1.SharedVolumeStatus {
+	status := v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumeFailed, Message: message}
+	setReady(&status, sv, metav1.ConditionFalse, reason, message)
+	return status
+}
+
+func setReady(status *v1alpha1.SharedVolumeStatus, sv *v1alpha1.SharedVolume, s metav1.ConditionStatus, reason, message string) {
+	// Keep the transition time of an unchanged condition.
+	status.Conditions = append([]metav1.Condition(nil), sv.Status.Conditions...)
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+		Type: ConditionReady, Status: s, Reason: reason, Message: message, ObservedGeneration: sv.Generation,
+	})
+}
+
+// writeStatus writes the status if it changed, and reports phase changes as events.
+func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus) error {
+	if equality.Semantic.DeepEqual(sv.Status, status) {
+		return nil
+	}
+	if sv.Status.Phase != status.Phase && r.Recorder != nil {
+		eventType, reason := corev1.EventTypeNormal, string(status.Phase)
+		if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
+			reason = c.Reason
+		}
+		if status.Phase == v1alpha1.SharedVolumeFailed {
+			eventType = corev1.EventTypeWarning
+		}
+		r.Recorder.Event(sv, eventType, reason, statusMessage(status))
+	}
+	patch := client.MergeFrom(sv.DeepCopy())
+	sv.Status = status
+	if err := r.Status().Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	return nil
+}
+
+func statusMessage(status v1alpha1.SharedVolumeStatus) string {
+	if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
+		return c.Message
+	}
+	return string(status.Phase)
+}
+
+// delete removes the PVC, then the PV, then the finalizer: the PV is only released once no
+// claim can use it. Objects the SharedVolume does not own are left alone.
+func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(sv, Finalizer) {
+		return reconcile.Result{}, nil
+	}
+	if sv.Status.Phase != v1alpha1.SharedVolumeDeleting {
+		status := *sv.Status.DeepCopy()
+		status.Phase = v1alpha1.SharedVolumeDeleting
+		status.Message = ""
+		setReady(&status, sv, metav1.ConditionFalse, ReasonDeleting, "removing the PersistentVolumeClaim, then the PersistentVolume")
+		if err := r.writeStatus(ctx, sv, status); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	for _, obj := range []client.Object{
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: PVCName(sv)}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: PVName(sv)}},
+	} {
+		err := r.getAny(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if !ownedBy(obj, sv) {
+			continue
+		}
+		if obj.GetDeletionTimestamp() == nil {
+			if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+				return reconcile.Result{}, fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+			}
+		}
+		// Wait for it to be gone (a pod may still use the claim) before the next one.
+		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	patch := client.MergeFrom(sv.DeepCopy())
+	controllerutil.RemoveFinalizer(sv, Finalizer)
+	return reconcile.Result{}, client.IgnoreNotFound(r.Patch(ctx, sv, patch, client.FieldOwner(FieldManager)))
+}

@@ -1,0 +1,130 @@
+// Package controller reconciles SharedVolumes: for each one, a PersistentVolume for an EFS access
+// point and a PersistentVolumeClaim in the SharedVolume's namespace, pre-bound to each other.
+package controller
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+)
+
+// Names and labels of the community operator (DESIGN.md §3), kept so its objects keep working.
+const (
+	Finalizer        = "finalizer.awsefs.managed.openshift.io"
+	OwnerNamespace   = "openshift.io/aws-efs-operator-shared-volume-owner-namespace"
+	OwnerName        = "openshift.io/aws-efs-operator-shared-volume-owner-name"
+	OwnedLabel       = "openshift.io/aws-efs-operator-owned"
+	StorageClassName = "efs-sc"
+	DriverName       = "efs.csi.aws.com"
+)
+
+// Namespace annotations a cluster admin sets to restrict what SharedVolumes may mount: a comma
+// separated list of file system IDs, and optionally of access point IDs. Without them every file
+// system is allowed, as with the community operator.
+const (
+	AllowedFileSystemsAnnotation  = "aws-efs.managed.openshift.io/allowed-file-systems"
+	AllowedAccessPointsAnnotation = "aws-efs.managed.openshift.io/allowed-access-points"
+)
+
+var volumeSize = resource.MustParse("1Gi")
+
+// PVName is the PersistentVolume of a SharedVolume.
+func PVName(sv *v1alpha1.SharedVolume) string { return "pv-" + sv.Namespace + "-" + sv.Name }
+
+// PVCName is the PersistentVolumeClaim of a SharedVolume, in its namespace.
+func PVCName(sv *v1alpha1.SharedVolume) string { return "pvc-" + sv.Name }
+
+func ownerLabels(sv *v1alpha1.SharedVolume) map[string]string {
+	return map[string]string{OwnerNamespace: sv.Namespace, OwnerName: sv.Name, OwnedLabel: "true"}
+}
+
+// ownedBy reports whether an object carries the ownership labels of this SharedVolume.
+func ownedBy(obj metav1.Object, sv *v1alpha1.SharedVolume) bool {
+	l := obj.GetLabels()
+	return l[OwnerNamespace] == sv.Namespace && l[OwnerName] == sv.Name
+}
+
+// owner describes who an object belongs to, for collision messages.
+func owner(obj metav1.Object) string {
+	l := obj.GetLabels()
+	if l[OwnerNamespace] != "" {
+		return fmt.Sprintf("SharedVolume %s/%s", l[OwnerNamespace], l[OwnerName])
+	}
+	return "no SharedVolume"
+}
+
+func desiredPV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: PVName(sv), Labels: ownerLabels(sv)},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: volumeSize},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              StorageClassName,
+			// Pre-bound: only the SharedVolume's own claim can ever bind this volume.
+			ClaimRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: sv.Namespace, Name: PVCName(sv)},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver:       DriverName,
+				VolumeHandle: sv.Spec.FileSystemID + "::" + sv.Spec.AccessPointID,
+			}},
+		},
+	}
+}
+
+func desiredPVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: PVCName(sv), Labels: ownerLabels(sv)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: ptr.To(StorageClassName),
+			VolumeName:       PVName(sv),
+			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: volumeSize}},
+		},
+	}
+}
+
+// mountsSameAccessPoint reports whether an existing PV mounts the SharedVolume's access point,
+// in the current form (volumeHandle <fs>::<fsap>) or the community operator's older one
+// (volumeHandle <fs> with mount options tls and accesspoint=<fsap>).
+func mountsSameAccessPoint(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) bool {
+	csi := pv.Spec.CSI
+	if csi == nil || csi.Driver != DriverName {
+		return false
+	}
+	if csi.VolumeHandle == sv.Spec.FileSystemID+"::"+sv.Spec.AccessPointID {
+		return true
+	}
+	return csi.VolumeHandle == sv.Spec.FileSystemID && slices.Contains(pv.Spec.MountOptions, "accesspoint="+sv.Spec.AccessPointID)
+}
+
+// allowed checks a SharedVolume against its namespace's allow-list, and says why not.
+func allowed(ns *corev1.Namespace, sv *v1alpha1.SharedVolume) (bool, string) {
+	for _, rule := range []struct{ annotation, id, what string }{
+		{AllowedFileSystemsAnnotation, sv.Spec.FileSystemID, "file system"},
+		{AllowedAccessPointsAnnotation, sv.Spec.AccessPointID, "access point"},
+	} {
+		list, ok := ns.Annotations[rule.annotation]
+		if !ok {
+			continue
+		}
+		var ids []string
+		for _, id := range strings.Split(list, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+		if !slices.Contains(ids, rule.id) {
+			return false, fmt.Sprintf("%s %s is not allowed in namespace %s (annotation %s allows %v); ask a cluster admin", rule.what, rule.id, ns.Name, rule.annotation, ids)
+		}
+	}
+	return true, ""
+}

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+)
+
+// Options tune the controller.
+type Options struct {
+	// Workers reconcile SharedVolumes in parallel.
+	Workers int
+	// QPS and Burst of the controller's client.
+	QPS   float32
+	Burst int
+}
+
+// DefaultOptions were measured with BenchmarkThroughput (BENCHMARKS.md).
+var DefaultOptions = Options{Workers: 16, QPS: 200, Burst: 400}
+
+// Run runs the SharedVolume controller until ctx ends. It waits for the SharedVolume API: the
+// CRD comes with the operator's bundle, but an operator started by hand may come first.
+func Run(ctx context.Context, config *rest.Config, component string, opts Options) error {
+	ctrl.SetLogger(klog.NewKlogr())
+	if err := waitForAPI(ctx, config); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return err
+		}
+	}
+	config = rest.CopyConfig(config)
+	config.QPS, config.Burst = opts.QPS, opts.Burst
+	owned := labels.SelectorFromSet(labels.Set{OwnedLabel: "true"})
+	mgr, err := ctrl.NewManager(config, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Only volumes and claims labelled as a SharedVolume's are cached: the cluster may hold
+		// any number of others.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.PersistentVolume{}:      {Label: owned},
+			&corev1.PersistentVolumeClaim{}: {Label: owned},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the SharedVolume controller: %w", err)
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(component)}
+	if err := r.SetupWithManager(mgr, opts.Workers); err != nil {
+		return err
+	}
+	go reportPhases(ctx, mgr.GetClient())
+	return mgr.Start(ctx)
+}
+
+func waitForAPI(ctx context.Context, config *rest.Config) error {
+	disco, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return err
+	}
+	for logged := false; ; logged = true {
+		if _, err := disco.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String()); err == nil {
+			return nil
+		}
+		if !logged {
+			klog.Infof("waiting for the SharedVolume API %s to be served", v1alpha1.GroupVersion)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
