@@ -12,6 +12,7 @@ import (
 	catalogvalidate "github.com/csi-olm/csi-olm/catalog/validate"
 	"github.com/csi-olm/csi-olm/internal/cli/version"
 	efsrelease "github.com/csi-olm/csi-olm/operator/release"
+	svrelease "github.com/csi-olm/csi-olm/sharedvolume/release"
 	devdown "github.com/csi-olm/csi-olm/test/dev/down"
 	devup "github.com/csi-olm/csi-olm/test/dev/up"
 )
@@ -41,7 +42,7 @@ AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between
 		Use:   "efs",
 		Short: "Operate on a cluster's AWS EFS CSI driver installation",
 	}
-	efs.AddCommand(efsrelease.NewCommand())
+	efs.AddCommand(efsrelease.NewCommand(), svrelease.NewCommand())
 	dev := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local Kubernetes cluster with OLM for trying the operators by hand",

@@ -1,0 +1,130 @@
+// Package release is the `csi-olm efs release-sharedvolumes` verb: once the EFS operator is
+// uninstalled for good, nothing removes the SharedVolume finalizer, and deleting a SharedVolume
+// (or its CRD) would wait forever. This verb removes the finalizer from every SharedVolume
+// (every one being deleted, unless --all), leaving their PVs and PVCs in place and working.
+package release
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/sharedvolume/controller"
+)
+
+// operatorDeployments are the Deployments that run a SharedVolume controller: the supported
+// operator and the community one.
+var operatorDeployments = []string{"aws-efs-csi-driver-operator", "aws-efs-operator"}
+
+// Release removes the SharedVolume finalizer.
+type Release struct {
+	Kubeconfig string
+	DryRun     bool
+	// All releases every SharedVolume, not only those being deleted.
+	All    bool
+	Config *rest.Config
+	Out    io.Writer
+}
+
+// NewCommand returns the cobra command of the verb.
+func NewCommand() *cobra.Command {
+	r := &Release{}
+	cmd := &cobra.Command{
+		Use:   "release-sharedvolumes",
+		Short: "Release SharedVolume finalizers after every EFS operator was uninstalled",
+		Long: `Removes the finalizer ` + controller.Finalizer + ` from SharedVolumes that are being deleted
+(all of them with --all), so that their deletion, or the deletion of their CRD, completes once
+no operator is left to do it. Their PersistentVolumes and PersistentVolumeClaims stay as they
+are: the volumes keep working, and deleting the claims and volumes is left to the admin.
+
+Refuses while a SharedVolume controller runs (Deployment aws-efs-csi-driver-operator or
+aws-efs-operator in any namespace). Only prints its plan unless --dry-run=false.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r.Out = cmd.OutOrStdout()
+			return r.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&r.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	cmd.Flags().BoolVar(&r.DryRun, "dry-run", true, "print the plan without changing anything")
+	cmd.Flags().BoolVar(&r.All, "all", false, "release every SharedVolume, not only those being deleted")
+	return cmd
+}
+
+// Run checks no controller runs, then releases the finalizers.
+func (r *Release) Run(ctx context.Context) error {
+	config := r.Config
+	if config == nil {
+		var err error
+		if config, err = kube.Config(r.Kubeconfig); err != nil {
+			return err
+		}
+	}
+	kubeClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	for _, name := range operatorDeployments {
+		list, err := kubeClient.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		if err != nil {
+			return fmt.Errorf("looking for a running operator: %w", err)
+		}
+		if len(list.Items) > 0 {
+			return fmt.Errorf("a SharedVolume controller still runs (Deployment %s/%s): it removes the finalizers itself, after removing each claim and volume", list.Items[0].Namespace, name)
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	c, err := client.New(config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	var list v1alpha1.SharedVolumeList
+	if err := c.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing SharedVolumes: %w", err)
+	}
+	var targets []v1alpha1.SharedVolume
+	for _, sv := range list.Items {
+		if controllerutil.ContainsFinalizer(&sv, controller.Finalizer) && (r.All || sv.DeletionTimestamp != nil) {
+			targets = append(targets, sv)
+		}
+	}
+	if len(targets) == 0 {
+		fmt.Fprintln(r.Out, "no SharedVolume to release")
+		return nil
+	}
+	for _, sv := range targets {
+		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, controller.Finalizer, controller.PVName(&sv), controller.PVCName(&sv))
+	}
+	if r.DryRun {
+		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --dry-run=false to release them")
+		return nil
+	}
+	for i := range targets {
+		sv := &targets[i]
+		patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(sv, controller.Finalizer)
+		if err := c.Patch(ctx, sv, patch, client.FieldOwner("csi-olm")); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing SharedVolume %s/%s (released %d of %d so far; run again to continue): %w", sv.Namespace, sv.Name, i, len(targets), err)
+		}
+	}
+	fmt.Fprintf(r.Out, "released %d SharedVolumes\n", len(targets))
+	return nil
+}
