@@ -45,6 +45,8 @@ e2e: tools ## Run the end-to-end tests on the local test bed (etcd, kube-apiserv
 .PHONY: bench
 bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency and memory; test bed and OLM flows)
 	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./test/e2e/...
+	@# One run of 1,000 SharedVolumes and their baseline takes about 10 minutes.
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./sharedvolume/...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the catalog loader and validator for a short while (CI runs it)

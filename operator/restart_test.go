@@ -17,19 +17,13 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
-// buildOperator builds the operator binary once per test binary.
 func buildOperator(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), operator.OperatorName)
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building the operator: %v\n%s", err, out)
-	}
-	return bin
+	return testutil.BuildBinary(t, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator")
 }
 
 // startOperatorProcess runs the operator binary against the stack, as its Deployment would.

@@ -3,6 +3,7 @@ package testutil
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -68,4 +69,15 @@ func Median(values []float64) float64 {
 		return sorted[n/2]
 	}
 	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// BuildBinary builds a main package of this module into the test's temporary directory.
+func BuildBinary(tb testing.TB, pkg string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+	return bin
 }
