@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
@@ -132,21 +133,7 @@ func (h *harness) setState(ctx context.Context, state operatorv1.ManagementState
 	}
 }
 
-// eventually polls cond until it holds or the context ends; the error says what was awaited
-// and the last reason it was not there.
-func eventually(ctx context.Context, what string, cond func(context.Context) error) error {
-	var last error
-	for {
-		if last = cond(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
+var eventually = testutil.Eventually
 
 // conditionIs checks a condition of the CR.
 func (h *harness) conditionIs(conditionType string, status operatorv1.ConditionStatus) func(context.Context) error {

@@ -2,7 +2,13 @@
 package kube
 
 import (
+	"context"
 	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,4 +24,28 @@ func Config(kubeconfig string) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading the cluster connection (pass --kubeconfig or set KUBECONFIG): %w", err)
 	}
 	return cfg, nil
+}
+
+// ConfigOr returns config when it is set, else loads kubeconfig as Config does.
+func ConfigOr(config *rest.Config, kubeconfig string) (*rest.Config, error) {
+	if config != nil {
+		return config, nil
+	}
+	return Config(kubeconfig)
+}
+
+// FindDeployment returns a Deployment with one of the names, in any namespace, or nil.
+func FindDeployment(ctx context.Context, client kubernetes.Interface, names ...string) (*appsv1.Deployment, error) {
+	for _, name := range names {
+		list, err := client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("looking for Deployment %s: %w", name, err)
+		}
+		if len(list.Items) > 0 {
+			return &list.Items[0], nil
+		}
+	}
+	return nil, nil
 }

@@ -2,11 +2,14 @@
 package testutil
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"testing"
+	"time"
 )
 
 // Opm returns the opm binary that `make test` builds from this module's operator-registry and
@@ -80,4 +83,20 @@ func BuildBinary(tb testing.TB, pkg string) string {
 		tb.Fatalf("building %s: %v\n%s", pkg, err, out)
 	}
 	return bin
+}
+
+// Eventually polls cond every 100ms until it returns nil or ctx ends; the error says what was
+// awaited and the last reason it was not there.
+func Eventually(ctx context.Context, what string, cond func(context.Context) error) error {
+	var last error
+	for {
+		if last = cond(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

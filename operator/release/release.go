@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -61,12 +60,9 @@ every volume. It only prints its plan unless --dry-run=false.`,
 
 // Run checks the operator is gone and releases the finalizers.
 func (r *Release) Run(ctx context.Context) error {
-	config := r.Config
-	if config == nil {
-		var err error
-		if config, err = kube.Config(r.Kubeconfig); err != nil {
-			return err
-		}
+	config, err := kube.ConfigOr(r.Config, r.Kubeconfig)
+	if err != nil {
+		return err
 	}
 	kubeClient, err := kubernetes.NewForConfig(config)
 	if err != nil {
@@ -96,14 +92,11 @@ func (r *Release) Run(ctx context.Context) error {
 		fmt.Fprintf(r.Out, "ClusterCSIDriver %s carries no finalizer of the EFS operator: nothing to release\n", operator.CRName)
 		return nil
 	}
-	deployments, err := kubeClient.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("metadata.name", operator.OperatorName).String(),
-	})
+	d, err := kube.FindDeployment(ctx, kubeClient, operator.OperatorName)
 	if err != nil {
-		return fmt.Errorf("looking for the operator: %w", err)
+		return err
 	}
-	if len(deployments.Items) > 0 {
-		d := deployments.Items[0]
+	if d != nil {
 		return fmt.Errorf("the EFS operator is still installed (Deployment %s/%s): it removes its finalizers itself; "+
 			"deleting the ClusterCSIDriver removes the driver once no EFS PersistentVolume is left", d.Namespace, d.Name)
 	}

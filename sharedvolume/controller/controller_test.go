@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
@@ -90,19 +91,7 @@ func sv(namespace, name, fs, fsap string) *v1alpha1.SharedVolume {
 	}
 }
 
-func eventually(ctx context.Context, what string, cond func(context.Context) error) error {
-	var last error
-	for {
-		if last = cond(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
+var eventually = testutil.Eventually
 
 func (b *bed) phase(obj *v1alpha1.SharedVolume, want v1alpha1.SharedVolumePhase) func(context.Context) error {
 	return func(ctx context.Context) error {

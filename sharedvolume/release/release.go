@@ -10,8 +10,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -65,25 +63,20 @@ aws-efs-operator in any namespace). Only prints its plan unless --dry-run=false.
 
 // Run checks no controller runs, then releases the finalizers.
 func (r *Release) Run(ctx context.Context) error {
-	config := r.Config
-	if config == nil {
-		var err error
-		if config, err = kube.Config(r.Kubeconfig); err != nil {
-			return err
-		}
+	config, err := kube.ConfigOr(r.Config, r.Kubeconfig)
+	if err != nil {
+		return err
 	}
 	kubeClient, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
 	}
-	for _, name := range operatorDeployments {
-		list, err := kubeClient.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-		if err != nil {
-			return fmt.Errorf("looking for a running operator: %w", err)
-		}
-		if len(list.Items) > 0 {
-			return fmt.Errorf("a SharedVolume controller still runs (Deployment %s/%s): it removes the finalizers itself, after removing each claim and volume", list.Items[0].Namespace, name)
-		}
+	d, err := kube.FindDeployment(ctx, kubeClient, operatorDeployments...)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		return fmt.Errorf("a SharedVolume controller still runs (Deployment %s/%s): it removes the finalizers itself, after removing each claim and volume", d.Namespace, d.Name)
 	}
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
