@@ -2,8 +2,8 @@ package operator_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,52 +82,32 @@ func createUnrelated(ctx context.Context, b *testing.B, config *rest.Config, n i
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i)}}, metav1.CreateOptions{})
 		must(b, err)
 	}
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var errOnce sync.Once
-	var firstErr error
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				ns := fmt.Sprintf("unrelated-%d", i%10)
-				name := fmt.Sprintf("obj-%05d", i)
-				_, err1 := kube.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
-					ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: corev1.PersistentVolumeSpec{
-						Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-						AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-						PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-							Driver: "other.csi.example.com", VolumeHandle: name,
-						}},
-					},
-				}, metav1.CreateOptions{})
-				_, err2 := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
-					ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: corev1.PersistentVolumeClaimSpec{
-						AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-						StorageClassName: ptr.To("other"),
-						Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-					},
-				}, metav1.CreateOptions{})
-				_, err3 := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"payload": name},
-				}, metav1.CreateOptions{})
-				for _, err := range []error{err1, err2, err3} {
-					if err != nil {
-						errOnce.Do(func() { firstErr = err })
-					}
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	must(b, firstErr)
+	must(b, testutil.Parallel(n, func(i int) error {
+		ns := fmt.Sprintf("unrelated-%d", i%10)
+		name := fmt.Sprintf("obj-%05d", i)
+		_, err1 := kube.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:    corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+					Driver: "other.csi.example.com", VolumeHandle: name,
+				}},
+			},
+		}, metav1.CreateOptions{})
+		_, err2 := kube.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: ptr.To("other"),
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			},
+		}, metav1.CreateOptions{})
+		_, err3 := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"payload": name},
+		}, metav1.CreateOptions{})
+		return errors.Join(err1, err2, err3)
+	}))
 }
 
 // BenchmarkOperatorRSSWithUnrelatedObjects runs the operator binary with the driver installed,

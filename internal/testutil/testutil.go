@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 )
@@ -99,4 +100,29 @@ func Eventually(ctx context.Context, what string, cond func(context.Context) err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Parallel runs fn(i) for every i in [0, n) on 16 goroutines and returns the first error.
+func Parallel(n int, fn func(i int) error) error {
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return first
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,31 +22,6 @@ import (
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
-
-// parallel runs fn(i) for i in [0,n) on 16 goroutines and returns the first error.
-func parallel(n int, fn func(i int) error) error {
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	var once sync.Once
-	var first error
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				if err := fn(i); err != nil {
-					once.Do(func() { first = err })
-				}
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	return first
-}
 
 // waitCount polls until count() reaches want.
 func waitCount(ctx context.Context, what string, want int, count func(context.Context) (int, error)) error {
@@ -102,7 +76,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	}
 
 	start := time.Now()
-	must(b, parallel(n, func(i int) error {
+	must(b, testutil.Parallel(n, func(i int) error {
 		v := sv("baseline", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
 		pv := &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("baseline-%04d", i)},
@@ -143,7 +117,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	time.Sleep(5 * time.Second) // informers synced, idle
 
 	start = time.Now()
-	must(b, parallel(n, func(i int) error {
+	must(b, testutil.Parallel(n, func(i int) error {
 		return fast.Create(ctx, sv("svs", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i)))
 	}))
 	must(b, waitCount(ctx, "SharedVolumes Ready", n, func(ctx context.Context) (int, error) {
@@ -163,7 +137,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	time.Sleep(5 * time.Second)
 	rssSVs := float64(testbed.RSS(op.Process.Pid)) / (1 << 20)
 
-	must(b, parallel(10*n, func(i int) error {
+	must(b, testutil.Parallel(10*n, func(i int) error {
 		return fast.Create(ctx, &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "unrelated", Name: fmt.Sprintf("pvc-%05d", i)},
 			Spec: corev1.PersistentVolumeClaimSpec{
