@@ -21,8 +21,7 @@ import (
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
-// bed is a full stack (the controller-manager binds claims) with the SharedVolume CRD and a
-// client that knows SharedVolumes.
+// bed is a full stack (the controller-manager binds claims) with the SharedVolume CRD.
 type bed struct {
 	t     testing.TB
 	stack *testbed.Stack
@@ -37,13 +36,7 @@ func newBed(t testing.TB) *bed {
 	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
 	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, s.Client, svCRD))
-	scheme := testbed.Scheme
-	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind(v1alpha1.Kind)) {
-		must(t, v1alpha1.AddToScheme(scheme))
-	}
-	c, err := client.New(s.Config, client.Options{Scheme: scheme})
-	must(t, err)
-	return &bed{t: t, stack: s, c: c}
+	return &bed{t: t, stack: s, c: s.Client}
 }
 
 // run runs the controller until the returned stop is called or the test ends.

@@ -39,11 +39,9 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 	if err := waitForAPI(ctx, config); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return err
-		}
+	scheme, err := NewScheme()
+	if err != nil {
+		return err
 	}
 	config = rest.CopyConfig(config)
 	config.QPS, config.Burst = opts.QPS, opts.Burst
@@ -68,6 +66,17 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 	}
 	go reportPhases(ctx, mgr.GetClient())
 	return mgr.Start(ctx)
+}
+
+// NewScheme knows the Kubernetes types and SharedVolumes.
+func NewScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	return scheme, nil
 }
 
 func waitForAPI(ctx context.Context, config *rest.Config) error {

@@ -32,16 +32,7 @@ func TestReleaseSharedVolumes(t *testing.T) {
 	if err := testbed.InstallCRDs(ctx, s.Client, svCRD); err != nil {
 		t.Fatal(err)
 	}
-	scheme := testbed.Scheme
-	if !scheme.Recognizes(v1alpha1.GroupVersion.WithKind(v1alpha1.Kind)) {
-		if err := v1alpha1.AddToScheme(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(s.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := s.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}); err != nil {
 		t.Fatal(err)
 	}
