@@ -19,6 +19,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
@@ -40,10 +41,7 @@ func (h *harness) waitAll(ctx context.Context, objects []client.Object) error {
 // ClusterCSIDriver to every operand object being applied. Each iteration deletes the CR (no
 // volumes, so the driver is removed) and creates it again.
 func BenchmarkCRToOperands(b *testing.B) {
-	for env, image := range images {
-		b.Setenv(env, image)
-	}
-	b.Setenv("OPERATOR_NAME", operator.OperatorName)
+	fixture.SetOperatorEnv(b)
 	h := newHarness(b, testbed.APIServer, testbed.OpenShiftOptions{})
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -3,38 +3,25 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"github.com/openshift/library-go/pkg/controller/controllercmd"
-	"github.com/openshift/library-go/pkg/operator/events"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
 // The namespace the operator runs in, as OperatorHub suggests.
 const ns = "openshift-cluster-csi-drivers"
-
-// Images the operator hands to the driver, as the bundle's Deployment sets them.
-var images = map[string]string{
-	"DRIVER_IMAGE":                "quay.io/csi-olm/aws-efs-csi-driver@sha256:" + fmt.Sprintf("%064d", 1),
-	"PROVISIONER_IMAGE":           "registry.k8s.io/sig-storage/csi-provisioner@sha256:" + fmt.Sprintf("%064d", 2),
-	"NODE_DRIVER_REGISTRAR_IMAGE": "registry.k8s.io/sig-storage/csi-node-driver-registrar@sha256:" + fmt.Sprintf("%064d", 3),
-	"LIVENESS_PROBE_IMAGE":        "registry.k8s.io/sig-storage/livenessprobe@sha256:" + fmt.Sprintf("%064d", 4),
-	"KUBE_RBAC_PROXY_IMAGE":       "quay.io/brancz/kube-rbac-proxy@sha256:" + fmt.Sprintf("%064d", 5),
-}
 
 // harness is a test bed stack with the OpenShift singletons, the operator's namespace and a
 // kube client.
@@ -65,40 +52,7 @@ func (h *harness) runOperator() { h.runOperatorAs(h.stack.Config) }
 // runOperatorAs runs the operator in this process with the given credentials.
 func (h *harness) runOperatorAs(config *rest.Config) {
 	h.t.Helper()
-	for env, image := range images {
-		if os.Getenv(env) != image {
-			h.t.Fatalf("%s is not set: call setImages first", env)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	recorder := events.NewKubeRecorder(kubernetes.NewForConfigOrDie(config).CoreV1().Events(ns), operator.OperatorName,
-		&corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: operator.OperatorName}, clock.RealClock{})
-	go func() {
-		done <- operator.RunOperator(ctx, &controllercmd.ControllerContext{
-			KubeConfig: config, ProtoKubeConfig: config, EventRecorder: recorder,
-			OperatorNamespace: ns, Clock: clock.RealClock{},
-		})
-	}()
-	h.t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				h.t.Errorf("operator: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			h.t.Error("the operator did not stop within 30s")
-		}
-	})
-}
-
-// setImages sets the environment the bundle's Deployment gives the operator.
-func setImages(t *testing.T) {
-	for env, image := range images {
-		t.Setenv(env, image)
-	}
-	t.Setenv("OPERATOR_NAME", operator.OperatorName)
+	fixture.RunOperator(h.t, config, ns)
 }
 
 func (h *harness) createCR(ctx context.Context, name string, state operatorv1.ManagementState) {
@@ -175,25 +129,7 @@ func (h *harness) gone(obj client.Object) func(context.Context) error {
 
 // available checks that a Deployment or DaemonSet is available with its current template.
 func (h *harness) available(obj client.Object) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			if o.Status.ObservedGeneration >= o.Generation && o.Status.UpdatedReplicas == *o.Spec.Replicas && o.Status.AvailableReplicas == *o.Spec.Replicas {
-				return nil
-			}
-			return fmt.Errorf("deployment status %+v", o.Status)
-		case *appsv1.DaemonSet:
-			st := o.Status
-			if st.ObservedGeneration >= o.Generation && st.DesiredNumberScheduled > 0 && st.UpdatedNumberScheduled == st.DesiredNumberScheduled && st.NumberAvailable == st.DesiredNumberScheduled {
-				return nil
-			}
-			return fmt.Errorf("daemonset status %+v", st)
-		}
-		return fmt.Errorf("%T has no availability", obj)
-	}
+	return fixture.Available(h.c, obj)
 }
 
 func must(t testing.TB, err error) {

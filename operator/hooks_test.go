@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
@@ -80,7 +81,7 @@ func hasVolumeFromConfigMap(pod corev1.PodSpec, name string) bool {
 // TestSTSCredentialsRequest: with manual credentials and an IAM role, the operator asks the
 // cloud-credential operator for an STS web-identity configuration.
 func TestSTSCredentialsRequest(t *testing.T) {
-	setImages(t)
+	fixture.SetOperatorEnv(t)
 	t.Setenv("ROLEARN", "arn:aws:iam::123456789012:role/efs-csi")
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
 	h.runOperator()

@@ -12,20 +12,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
 // newManaged starts a stack with the operator and a Managed CR, and waits for the driver's
 // objects.
 func newManaged(t *testing.T, level testbed.Level) (*harness, context.Context) {
-	setImages(t)
+	fixture.SetOperatorEnv(t)
 	h := newHarness(t, level, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -38,7 +38,7 @@ func newManaged(t *testing.T, level testbed.Level) (*harness, context.Context) {
 }
 
 func TestNoCRDeploysNothingAndAlerts(t *testing.T) {
-	setImages(t)
+	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -99,7 +99,7 @@ func TestManagedStompsEditsUnmanagedKeepsThem(t *testing.T) {
 
 	edit()
 	must(t, eventually(ctx, "the edit to be stomped", func(ctx context.Context) error {
-		if img, err := driverImage(ctx); err != nil || img != images["DRIVER_IMAGE"] {
+		if img, err := driverImage(ctx); err != nil || img != fixture.Images["DRIVER_IMAGE"] {
 			return fmt.Errorf("image %q, %v", img, err)
 		}
 		return nil
@@ -115,7 +115,7 @@ func TestManagedStompsEditsUnmanagedKeepsThem(t *testing.T) {
 
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "Managed again to stomp the edit", func(ctx context.Context) error {
-		if img, err := driverImage(ctx); err != nil || img != images["DRIVER_IMAGE"] {
+		if img, err := driverImage(ctx); err != nil || img != fixture.Images["DRIVER_IMAGE"] {
 			return fmt.Errorf("image %q, %v", img, err)
 		}
 		return nil
@@ -141,28 +141,13 @@ func TestRemovedRemovesTheDriver(t *testing.T) {
 	must(t, eventually(ctx, "the driver back", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
 }
 
-func efsPV(name string) *corev1.PersistentVolume {
-	return &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			StorageClassName:              "efs-sc",
-			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver: "efs.csi.aws.com", VolumeHandle: "fs-0123::fsap-0456",
-			}},
-		},
-	}
-}
-
 // TestUninstallWaitsForVolumes runs on the full stack: the controller-manager releases the
 // pv-protection finalizer of deleted volumes.
 func TestUninstallWaitsForVolumes(t *testing.T) {
 	h, ctx := newManaged(t, testbed.Full)
 	var pvs []*corev1.PersistentVolume
 	for i := range 12 {
-		pv := efsPV(fmt.Sprintf("pv-app-%02d", i))
+		pv := fixture.EFSPV(fmt.Sprintf("pv-app-%02d", i))
 		must(t, h.c.Create(ctx, pv))
 		pvs = append(pvs, pv)
 	}
@@ -226,7 +211,7 @@ func TestUninstallWaitsForVolumes(t *testing.T) {
 }
 
 func TestOtherClusterCSIDriversAreIgnored(t *testing.T) {
-	setImages(t)
+	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
@@ -70,7 +71,7 @@ func (h *harness) actAsCloudCredentialOperator(ctx context.Context) {
 }
 
 func TestInstallFromNothing(t *testing.T) {
-	setImages(t)
+	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{})
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -110,8 +111,8 @@ func TestInstallFromNothing(t *testing.T) {
 	var ds appsv1.DaemonSet
 	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "efs-csi-node"}, &ds))
 	want := map[string]string{
-		"csi-driver": images["DRIVER_IMAGE"], "csi-provisioner": images["PROVISIONER_IMAGE"],
-		"provisioner-kube-rbac-proxy": images["KUBE_RBAC_PROXY_IMAGE"], "liveness-probe": images["LIVENESS_PROBE_IMAGE"],
+		"csi-driver": fixture.Images["DRIVER_IMAGE"], "csi-provisioner": fixture.Images["PROVISIONER_IMAGE"],
+		"provisioner-kube-rbac-proxy": fixture.Images["KUBE_RBAC_PROXY_IMAGE"], "liveness-probe": fixture.Images["LIVENESS_PROBE_IMAGE"],
 	}
 	for _, c := range deploy.Spec.Template.Spec.Containers {
 		if c.Image != want[c.Name] {
@@ -146,14 +147,14 @@ func TestInstallFromNothing(t *testing.T) {
 		t.Errorf("a highly available control plane gets %d controller replicas, want 2", *deploy.Spec.Replicas)
 	}
 	for _, c := range ds.Spec.Template.Spec.Containers {
-		if c.Name == "efs-plugin" && c.Image != images["DRIVER_IMAGE"] {
+		if c.Name == "efs-plugin" && c.Image != fixture.Images["DRIVER_IMAGE"] {
 			t.Errorf("node driver runs %s", c.Image)
 		}
 	}
 }
 
 func TestSingleNodeRunsOneControllerReplica(t *testing.T) {
-	setImages(t)
+	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{SingleNode: true, CredentialsMode: operatorv1.CloudCredentialsModeManual})
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

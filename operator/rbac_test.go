@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
@@ -62,7 +63,7 @@ func (h *harness) grantBundlePermissions(ctx context.Context) *rest.Config {
 // TestInstallWithTheBundlesPermissions runs the operator with exactly the permissions its
 // bundle asks for, through install and uninstall: least privilege that still works.
 func TestInstallWithTheBundlesPermissions(t *testing.T) {
-	setImages(t)
+	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

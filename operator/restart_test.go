@@ -19,6 +19,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
@@ -38,7 +39,7 @@ func (h *harness) startOperatorProcess(bin string) *exec.Cmd {
 	cmd := exec.Command(bin, "start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
 		"--listen", "127.0.0.1:"+strconv.Itoa(port), "--disable-leader-election")
 	cmd.Env = append(os.Environ(), "OPERATOR_NAME="+operator.OperatorName, testbed.MarkerEnv+"="+h.stack.Dir)
-	for env, image := range images {
+	for env, image := range fixture.Images {
 		cmd.Env = append(cmd.Env, env+"="+image)
 	}
 	logFile, err := os.Create(filepath.Join(h.stack.Dir, "logs", fmt.Sprintf("operator-%d.log", time.Now().UnixNano())))

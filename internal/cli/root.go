@@ -11,6 +11,8 @@ import (
 	cataloggraph "github.com/csi-olm/csi-olm/catalog/graph"
 	catalogvalidate "github.com/csi-olm/csi-olm/catalog/validate"
 	"github.com/csi-olm/csi-olm/internal/cli/version"
+	migratecso "github.com/csi-olm/csi-olm/migrate/cso"
+	migratesubscription "github.com/csi-olm/csi-olm/migrate/subscription"
 	efsrelease "github.com/csi-olm/csi-olm/operator/release"
 	svrelease "github.com/csi-olm/csi-olm/sharedvolume/release"
 	devdown "github.com/csi-olm/csi-olm/test/dev/down"
@@ -43,11 +45,16 @@ AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between
 		Short: "Operate on a cluster's AWS EFS CSI driver installation",
 	}
 	efs.AddCommand(efsrelease.NewCommand(), svrelease.NewCommand())
+	migrate := &cobra.Command{
+		Use:   "migrate",
+		Short: "Move installed operators: community EFS to the certified catalog, OLM-installed EBS and Manila to the cluster-storage-operator",
+	}
+	migrate.AddCommand(migratesubscription.NewCommand(), migratecso.NewCommand())
 	dev := &cobra.Command{
 		Use:   "dev",
 		Short: "Run a local Kubernetes cluster with OLM for trying the operators by hand",
 	}
 	dev.AddCommand(devup.NewCommand(), devdown.NewCommand())
-	root.AddCommand(version.NewCommand(), bundle, catalog, efs, dev)
+	root.AddCommand(version.NewCommand(), bundle, catalog, efs, migrate, dev)
 	return root
 }

@@ -67,3 +67,32 @@ func TestVerbsAreWired(t *testing.T) {
 		t.Error("bundle validate without a directory succeeded")
 	}
 }
+
+// TestClusterChangingVerbsDefaultToDryRun keeps every verb that changes a cluster safe by default.
+func TestClusterChangingVerbsDefaultToDryRun(t *testing.T) {
+	root := cli.NewRoot()
+	for _, path := range [][]string{
+		{"migrate", "subscription"}, {"migrate", "cso"}, {"efs", "release-finalizer"}, {"efs", "release-sharedvolumes"},
+	} {
+		cmd, _, err := root.Find(path)
+		if err != nil {
+			t.Fatalf("%v: %v", path, err)
+		}
+		flag := cmd.Flags().Lookup("dry-run")
+		if flag == nil || flag.DefValue != "true" {
+			t.Errorf("%v: --dry-run must default to true, got %v", path, flag)
+		}
+	}
+}
+
+func TestMigrateRefusesAnUnknownDriverBeforeTouchingACluster(t *testing.T) {
+	// No kubeconfig is needed: the driver is checked first.
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	_, err := execute(t, "migrate", "cso", "--driver", "gce-pd")
+	if err == nil || err.Error() != `unknown driver "gce-pd": use ebs or manila` {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := execute(t, "migrate", "cso"); err == nil || !strings.Contains(err.Error(), `required flag(s) "driver" not set`) {
+		t.Errorf("without --driver: err = %v", err)
+	}
+}

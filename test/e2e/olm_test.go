@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/test/testbed"
 )
 
@@ -82,7 +83,7 @@ func TestInstallAndSourceSwitch(t *testing.T) {
 	if err := f.subscribe(ctx, efsPackage, "stable", communitySource); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+communityHeadCSV, testbed.AtLatestKnown(communityHeadCSV)); err != nil {
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+communityHeadCSV, olm.AtLatestKnown(communityHeadCSV)); err != nil {
 		t.Fatal(err)
 	}
 	if err := testbed.WaitForCSV(ctx, c, ns, communityHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
@@ -95,7 +96,7 @@ func TestInstallAndSourceSwitch(t *testing.T) {
 	if err := f.switchSource(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sub, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, testbed.AtLatestKnown(certifiedHeadCSV))
+	sub, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestCertifiedCatalogInstallsEveryOperator(t *testing.T) {
 		}
 	}
 	for _, op := range operators {
-		if _, err := testbed.WaitForSubscription(ctx, c, ns, op.pkg, "AtLatestKnown "+op.csv, testbed.AtLatestKnown(op.csv)); err != nil {
+		if _, err := testbed.WaitForSubscription(ctx, c, ns, op.pkg, "AtLatestKnown "+op.csv, olm.AtLatestKnown(op.csv)); err != nil {
 			t.Fatal(err)
 		}
 		if err := testbed.WaitForCSV(ctx, c, ns, op.csv, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {

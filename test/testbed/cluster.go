@@ -23,16 +23,19 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
+	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
-// Scheme knows the Kubernetes, CRD, OLM, OpenShift and SharedVolume types the test bed's client
+// Scheme knows the Kubernetes, CRD, OLM, OpenShift, SharedVolume and OLM-era driver CR types the test bed's client
 // works with.
 var Scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme,
 		configv1.Install, openshiftoperatorv1.Install, sharedvolumev1alpha1.AddToScheme,
+		ebsv1alpha1.AddToScheme, manilav1alpha1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			panic(err)

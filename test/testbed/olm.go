@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -16,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/olm"
 )
 
 // ServeCatalog runs `opm serve` on a file-based catalog directory, on a free port, and returns
@@ -101,37 +102,9 @@ func WaitForSubscription(ctx context.Context, c client.Client, namespace, name, 
 		}
 		select {
 		case <-ctx.Done():
-			return &sub, fmt.Errorf("Subscription %s/%s did not reach %s: %w\n%s", namespace, name, want, ctx.Err(), DescribeSubscription(&sub, err))
+			return &sub, fmt.Errorf("Subscription %s/%s did not reach %s: %w\n%s", namespace, name, want, ctx.Err(), olm.DescribeSubscription(&sub, err))
 		case <-time.After(200 * time.Millisecond):
 		}
-	}
-}
-
-// DescribeSubscription renders the parts of a Subscription's status that explain its progress.
-func DescribeSubscription(sub *operatorsv1alpha1.Subscription, getErr error) string {
-	if getErr != nil {
-		return "  cannot read it: " + getErr.Error()
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "  spec: source=%s/%s package=%s channel=%s\n", sub.Spec.CatalogSourceNamespace, sub.Spec.CatalogSource, sub.Spec.Package, sub.Spec.Channel)
-	fmt.Fprintf(&b, "  state=%q currentCSV=%q installedCSV=%q", sub.Status.State, sub.Status.CurrentCSV, sub.Status.InstalledCSV)
-	if ip := sub.Status.InstallPlanRef; ip != nil {
-		fmt.Fprintf(&b, " installPlan=%s", ip.Name)
-	}
-	b.WriteString("\n  conditions:")
-	if len(sub.Status.Conditions) == 0 {
-		b.WriteString(" none")
-	}
-	for _, c := range sub.Status.Conditions {
-		fmt.Fprintf(&b, "\n    %s=%s reason=%s: %s", c.Type, c.Status, c.Reason, c.Message)
-	}
-	return b.String()
-}
-
-// AtLatestKnown is true once a Subscription has installed the newest CSV its channel offers.
-func AtLatestKnown(csv string) func(*operatorsv1alpha1.Subscription) bool {
-	return func(s *operatorsv1alpha1.Subscription) bool {
-		return s.Status.State == operatorsv1alpha1.SubscriptionStateAtLatest && (csv == "" || s.Status.InstalledCSV == csv)
 	}
 }
 

@@ -1,0 +1,170 @@
+package olm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/blang/semver/v4"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/pkg/api"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// Registry is a connection to a catalog's gRPC registry, the API OLM itself resolves from.
+type Registry struct {
+	// Name says which catalog answers, for messages.
+	Name   string
+	conn   *grpc.ClientConn
+	client api.RegistryClient
+}
+
+// DialRegistry connects to the registry of a CatalogSource. address overrides where the
+// registry is reached, for catalogs served in the cluster and port-forwarded to the caller.
+func DialRegistry(ctx context.Context, cs *operatorsv1alpha1.CatalogSource, address string) (*Registry, error) {
+	name := cs.Namespace + "/" + cs.Name
+	if address == "" {
+		address = cs.Spec.Address
+	}
+	if address == "" && cs.Status.RegistryServiceStatus != nil {
+		address = cs.Status.RegistryServiceStatus.Address()
+	}
+	if address == "" {
+		return nil, fmt.Errorf("CatalogSource %s reports no registry address", name)
+	}
+	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to the registry of CatalogSource %s at %s: %w", name, address, err)
+	}
+	r := &Registry{Name: name, conn: conn, client: api.NewRegistryClient(conn)}
+	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := r.client.ListPackages(probe, &api.ListPackageRequest{}); err != nil {
+		conn.Close()
+		hint := ""
+		if cs.Spec.Address == "" && cs.Status.RegistryServiceStatus != nil {
+			svc := cs.Status.RegistryServiceStatus
+			hint = fmt.Sprintf("; the registry is a Service inside the cluster: run `kubectl port-forward -n %s svc/%s 50051:%s` and pass --registry-address 127.0.0.1:50051",
+				svc.ServiceNamespace, svc.ServiceName, svc.Port)
+		}
+		return nil, fmt.Errorf("asking the registry of CatalogSource %s at %s: %w%s", name, address, err, hint)
+	}
+	return r, nil
+}
+
+// Close closes the connection.
+func (r *Registry) Close() error { return r.conn.Close() }
+
+// Upgrade is what a catalog offers an installed CSV: the channel's head, and the bundle whose
+// replaces, skips or skipRange lets OLM leave the installed CSV.
+type Upgrade struct {
+	Channel  string   `json:"channel"`
+	Channels []string `json:"channels"`
+	Head     string   `json:"head"`
+	// Edge is the bundle that upgrades from the installed CSV, and Why says through which field.
+	Edge string `json:"edge,omitempty"`
+	Why  string `json:"why,omitempty"`
+}
+
+// FindUpgrade asks the registry how the installed CSV (name and version) upgrades in a channel
+// of a package. An empty channel means the package's default channel.
+func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel, installedCSV, installedVersion string) (*Upgrade, error) {
+	p, err := r.client.GetPackage(ctx, &api.GetPackageRequest{Name: pkg})
+	if status.Code(err) == codes.NotFound {
+		return nil, fmt.Errorf("catalog %s does not carry package %s", r.Name, pkg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("asking catalog %s for package %s: %w", r.Name, pkg, err)
+	}
+	up := &Upgrade{Channel: channel}
+	for _, ch := range p.Channels {
+		up.Channels = append(up.Channels, ch.Name)
+	}
+	slices.Sort(up.Channels)
+	if up.Channel == "" {
+		up.Channel = p.DefaultChannelName
+	}
+	if !slices.Contains(up.Channels, up.Channel) {
+		return nil, &NoChannelError{Catalog: r.Name, Package: pkg, Channel: up.Channel, Channels: up.Channels}
+	}
+	head, err := r.client.GetBundleForChannel(ctx, &api.GetBundleInChannelRequest{PkgName: pkg, ChannelName: up.Channel})
+	if err != nil {
+		return nil, fmt.Errorf("asking catalog %s for the head of channel %s of %s: %w", r.Name, up.Channel, pkg, err)
+	}
+	up.Head = head.CsvName
+	if up.Head == installedCSV {
+		return up, nil
+	}
+	bundles, err := r.channelBundles(ctx, pkg, up.Channel)
+	if err != nil {
+		return nil, err
+	}
+	// OLM moves to the newest bundle that upgrades from the installed one: with a skipRange
+	// that is often the head itself.
+	installed, versionErr := semver.ParseTolerant(installedVersion)
+	var newest semver.Version
+	for _, b := range bundles {
+		var why string
+		switch {
+		case b.Replaces == installedCSV:
+			why = "replaces " + installedCSV
+		case slices.Contains(b.Skips, installedCSV):
+			why = "skips " + installedCSV
+		case b.SkipRange != "" && versionErr == nil && inRange(b.SkipRange, installed):
+			why = fmt.Sprintf("skipRange %q includes %s", b.SkipRange, installed)
+		default:
+			continue
+		}
+		v, err := semver.ParseTolerant(b.Version)
+		if up.Edge == "" || (err == nil && v.GT(newest)) {
+			up.Edge, up.Why, newest = b.CsvName, why, v
+		}
+	}
+	if up.Edge != "" {
+		return up, nil
+	}
+	return nil, fmt.Errorf("no bundle in channel %s of package %s in catalog %s upgrades from the installed %s (version %s) by replaces, skips or skipRange, so OLM would never leave it; the channel's head is %s",
+		up.Channel, pkg, r.Name, installedCSV, installedVersion, up.Head)
+}
+
+// NoChannelError is a channel the catalog's package does not have.
+type NoChannelError struct {
+	Catalog, Package, Channel string
+	Channels                  []string
+}
+
+func (e *NoChannelError) Error() string {
+	return fmt.Sprintf("package %s in catalog %s has no channel %q: its channels are %s", e.Package, e.Catalog, e.Channel, strings.Join(e.Channels, ", "))
+}
+
+func inRange(skipRange string, v semver.Version) bool {
+	r, err := semver.ParseRange(skipRange)
+	return err == nil && r(v)
+}
+
+func (r *Registry) channelBundles(ctx context.Context, pkg, channel string) ([]*api.Bundle, error) {
+	stream, err := r.client.ListBundles(ctx, &api.ListBundlesRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("listing the bundles of catalog %s: %w", r.Name, err)
+	}
+	var bundles []*api.Bundle
+	for {
+		b, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return bundles, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing the bundles of catalog %s: %w", r.Name, err)
+		}
+		if b.PackageName == pkg && b.ChannelName == channel {
+			bundles = append(bundles, b)
+		}
+	}
+}

@@ -1,0 +1,170 @@
+package cso
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/migrate/internal/migration"
+)
+
+const fieldManager = "csi-olm-migrate"
+
+func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step {
+	wait := func(what string, check func(context.Context) (bool, string, error)) func(context.Context) error {
+		return func(ctx context.Context) error { return migration.Wait(ctx, m.Progress, what, m.Timeout, check) }
+	}
+	sub := client.ObjectKey{Namespace: plan.Namespace, Name: plan.Subscription}
+	csv := client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV}
+	return []migration.Step{{
+		Name:        "delete-subscription",
+		Description: fmt.Sprintf("delete Subscription %s, so that OLM stops managing the operator", sub),
+		Do: func(ctx context.Context) error {
+			return deleteAndWait(ctx, c, "Subscription", &operatorsv1alpha1.Subscription{}, sub, wait)
+		},
+	}, {
+		Name:        "delete-csv",
+		Description: fmt.Sprintf("delete CSV %s, so that OLM removes the operator", csv),
+		Do: func(ctx context.Context) error {
+			return deleteAndWait(ctx, c, "CSV", &operatorsv1alpha1.ClusterServiceVersion{}, csv, wait)
+		},
+	}, {
+		Name:        "wait-operator-removed",
+		Description: "wait until OLM removed the operator's Deployment and its pods are gone (they are not deleted here)",
+		Do:          wait("OLM to remove the operator", func(ctx context.Context) (bool, string, error) { return operatorGone(ctx, c, plan) }),
+	}, {
+		Name:        "release-old-cr",
+		Description: fmt.Sprintf("remove the finalizers of %s, then delete it, so that the old operator's uninstall never runs", plan.CR),
+		Do: func(ctx context.Context) error {
+			if err := releaseOldCR(ctx, c, d); err != nil {
+				return err
+			}
+			return wait(plan.CR+" to go", gone(c, d.cr(), client.ObjectKey{Name: "cluster"}))(ctx)
+		},
+	}, {
+		Name:        "create-clustercsidriver",
+		Description: fmt.Sprintf("create ClusterCSIDriver %s, which the CSO-era operator watches", d.clusterCSIDriver),
+		Do: func(ctx context.Context) error {
+			cr := &operatorv1.ClusterCSIDriver{
+				ObjectMeta: metav1.ObjectMeta{Name: d.clusterCSIDriver},
+				Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+			}
+			if err := c.Create(ctx, cr, client.FieldOwner(fieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating ClusterCSIDriver %s: %w", d.clusterCSIDriver, err)
+			}
+			return nil
+		},
+	}, {
+		Name:        "check-operands",
+		Description: "check that every operand recorded before the migration is still there",
+		Do:          func(ctx context.Context) error { return operandsIntact(ctx, c, plan) },
+	}}
+}
+
+// deleteAndWait deletes an object, if it still exists, and waits until it is gone.
+func deleteAndWait(ctx context.Context, c client.Client, kind string, obj client.Object, key client.ObjectKey, wait func(string, func(context.Context) (bool, string, error)) func(context.Context) error) error {
+	obj.SetNamespace(key.Namespace)
+	obj.SetName(key.Name)
+	if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s: %w", kind, key, err)
+	}
+	return wait(fmt.Sprintf("%s %s to go", kind, key), gone(c, obj, key))(ctx)
+}
+
+func gone(c client.Client, obj client.Object, key client.ObjectKey) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "cannot read it: " + err.Error(), nil
+		}
+		return false, fmt.Sprintf("still there, finalizers %v", obj.GetFinalizers()), nil
+	}
+}
+
+// operatorGone waits for OLM and the garbage collector: deleting the operator ourselves could
+// race with OLM re-creating it.
+func operatorGone(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
+	var left []string
+	for name, selector := range plan.OperatorDeployments {
+		var d appsv1.Deployment
+		err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: name}, &d)
+		if err == nil {
+			left = append(left, "Deployment "+name)
+		} else if !apierrors.IsNotFound(err) {
+			left = append(left, "cannot read Deployment "+name+": "+err.Error())
+		}
+		pods, err := podsOf(ctx, c, plan.Namespace, selector)
+		if err != nil {
+			left = append(left, "cannot list the pods of "+name+": "+err.Error())
+		} else if pods > 0 {
+			left = append(left, fmt.Sprintf("%d pods of %s", pods, name))
+		}
+	}
+	return len(left) == 0, strings.Join(left, ", ") + " still there", nil
+}
+
+// releaseOldCR removes the old operator's finalizers and deletes the CR. Both writes are tied to
+// the version read, so a finalizer added in between fails the step rather than running.
+func releaseOldCR(ctx context.Context, c client.Client, d driver) error {
+	cr := d.cr()
+	key := client.ObjectKey{Name: "cluster"}
+	if err := c.Get(ctx, key, cr); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading %s cluster: %w", d.crKind, err)
+	}
+	if len(cr.GetFinalizers()) > 0 {
+		released := cr.DeepCopyObject().(client.Object)
+		released.SetFinalizers(nil)
+		if err := c.Patch(ctx, released, client.MergeFromWithOptions(cr, client.MergeFromWithOptimisticLock{}), client.FieldOwner(fieldManager)); err != nil {
+			return fmt.Errorf("removing the finalizers %v of %s cluster: %w", cr.GetFinalizers(), d.crKind, err)
+		}
+		cr = released
+	}
+	if cr.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid, version := cr.GetUID(), cr.GetResourceVersion()
+	err := c.Delete(ctx, cr, client.Preconditions{UID: &uid, ResourceVersion: &version})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s cluster: %w", d.crKind, err)
+	}
+	return nil
+}
+
+// operandsIntact fails when an operand that existed before the migration is gone or re-created.
+func operandsIntact(ctx context.Context, c client.Client, plan *Plan) error {
+	var problems []string
+	for _, o := range plan.Operands {
+		if o.UID == "" {
+			continue
+		}
+		obj := o.object()
+		err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			problems = append(problems, o.String()+" is gone")
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("cannot read %s: %v", o, err))
+		case obj.GetUID() != types.UID(o.UID):
+			problems = append(problems, o.String()+" was re-created")
+		case obj.GetDeletionTimestamp() != nil:
+			problems = append(problems, o.String()+" is being deleted")
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("operands were disturbed during the migration: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}

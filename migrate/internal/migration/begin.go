@@ -1,0 +1,88 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/olm"
+)
+
+// Migration is where a migration of one package stands on a cluster: new, with the package's
+// Subscription, or recorded by an earlier run, with its journal.
+type Migration struct {
+	Client client.Client
+	Kube   kubernetes.Interface
+	// Journal is the record of an earlier run; nil for a new migration.
+	Journal *Journal
+	// Subscription is the package's Subscription, for a new migration.
+	Subscription *operatorsv1alpha1.Subscription
+	// Namespace is the Subscription's, where the journal lives.
+	Namespace string
+
+	verb, target string
+}
+
+// Begin connects to the cluster and finds the journal of an earlier run of verb on target,
+// decoding its facts into recorded, or else the one Subscription of pkg.
+func Begin(ctx context.Context, config *rest.Config, verb, target, pkg string, recorded any, progress io.Writer) (*Migration, error) {
+	c, err := NewClient(config)
+	if err != nil {
+		return nil, err
+	}
+	kubeClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	m := &Migration{Client: c, Kube: kubeClient, verb: verb, target: target}
+	if err := kube.CheckAccess(ctx, kubeClient, []kube.Permission{
+		{Verb: "list", Group: "operators.coreos.com", Resource: "subscriptions"},
+		{Verb: "list", Resource: "configmaps"},
+	}); err != nil {
+		return nil, err
+	}
+	if m.Journal, err = Find(ctx, c, verb, target); err != nil {
+		return nil, err
+	}
+	if m.Journal != nil {
+		m.Namespace = m.Journal.cm.Namespace
+		fmt.Fprintf(progress, "resuming the migration recorded in ConfigMap %s\n", m.Journal.Ref())
+		return m, m.Journal.Facts(recorded)
+	}
+	if m.Subscription, err = olm.TheSubscriptionOf(ctx, c, pkg); err != nil {
+		return nil, err
+	}
+	m.Namespace = m.Subscription.Namespace
+	return m, nil
+}
+
+// Describe fills a plan's step list from the steps to run.
+func Describe(steps []Step) []string {
+	descriptions := make([]string, len(steps))
+	for i, s := range steps {
+		descriptions[i] = s.Description
+	}
+	return descriptions
+}
+
+// DryRunNote ends the output of a dry run.
+const DryRunNote = "dry run: nothing changed; run with --dry-run=false to migrate"
+
+// Carry records a new migration with its plan, then runs the steps its journal does not record
+// as done.
+func (m *Migration) Carry(ctx context.Context, plan any, steps []Step, progress io.Writer) (*Journal, error) {
+	if m.Journal == nil {
+		j, err := Create(ctx, m.Client, m.Namespace, m.verb, m.target, plan)
+		if err != nil {
+			return nil, err
+		}
+		m.Journal = j
+	}
+	return m.Journal, m.Journal.Run(ctx, progress, steps)
+}

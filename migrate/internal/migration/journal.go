@@ -1,0 +1,182 @@
+// Package migration holds what the migrate verbs share. Chiefly the journal: a migration is
+// recorded on the cluster it changes, in a ConfigMap holding the facts it cannot find again once
+// it has deleted or changed them, what it is about to do, and which steps are done, so that a
+// migration killed at any point resumes from its journal.
+package migration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels find a journal in any namespace.
+const (
+	VerbLabel   = "migrate.csi-olm.io/verb"
+	TargetLabel = "migrate.csi-olm.io/target"
+)
+
+// Keys of the journal's data.
+const (
+	factsKey     = "facts.json"
+	completedKey = "completed"
+	logKey       = "log"
+	phaseKey     = "phase"
+)
+
+// Phases of a migration.
+const (
+	InProgress = "InProgress"
+	Completed  = "Completed"
+)
+
+// KillAfterEnv names a step after which the process kills itself with SIGKILL, once the step
+// took effect and before the journal records it: the end-to-end tests use it to prove that
+// every step can be interrupted and resumed. Nothing else sets it.
+const KillAfterEnv = "CSI_OLM_MIGRATE_KILL_AFTER"
+
+const fieldManager = "csi-olm-migrate"
+
+// Journal is the record of one migration.
+type Journal struct {
+	c  client.Client
+	cm *corev1.ConfigMap
+}
+
+// Name is the ConfigMap name of the journal of a verb and target.
+func Name(verb, target string) string { return "csi-olm-migrate-" + verb + "-" + target }
+
+// Find returns the journal of a verb and target in any namespace, or nil.
+func Find(ctx context.Context, c client.Client, verb, target string) (*Journal, error) {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.MatchingLabels{VerbLabel: verb, TargetLabel: target}); err != nil {
+		return nil, fmt.Errorf("looking for the journal of an earlier migration: %w", err)
+	}
+	switch len(list.Items) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &Journal{c: c, cm: &list.Items[0]}, nil
+	}
+	var where []string
+	for _, cm := range list.Items {
+		where = append(where, cm.Namespace+"/"+cm.Name)
+	}
+	return nil, fmt.Errorf("found %d journals of migration %s %s (%s): keep the one of the migration you ran and delete the others",
+		len(list.Items), verb, target, strings.Join(where, ", "))
+}
+
+// Create records a new migration with its facts, before any of its steps runs.
+func Create(ctx context.Context, c client.Client, namespace, verb, target string, facts any) (*Journal, error) {
+	raw, err := json.MarshalIndent(facts, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding the migration's facts: %w", err)
+	}
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: namespace, Name: Name(verb, target),
+			Labels: map[string]string{VerbLabel: verb, TargetLabel: target},
+		},
+		Data: map[string]string{factsKey: string(raw), phaseKey: InProgress, logKey: line("recorded the facts")},
+	}
+	if err := c.Create(ctx, cm, client.FieldOwner(fieldManager)); err != nil {
+		return nil, fmt.Errorf("recording the migration in ConfigMap %s/%s: %w", namespace, cm.Name, err)
+	}
+	j := &Journal{c: c, cm: cm}
+	killIfAsked("record")
+	return j, nil
+}
+
+// Ref names the journal's ConfigMap.
+func (j *Journal) Ref() string { return j.cm.Namespace + "/" + j.cm.Name }
+
+// Facts decodes the facts recorded at creation.
+func (j *Journal) Facts(into any) error {
+	if err := json.Unmarshal([]byte(j.cm.Data[factsKey]), into); err != nil {
+		return fmt.Errorf("reading the facts in ConfigMap %s (key %s): %w", j.Ref(), factsKey, err)
+	}
+	return nil
+}
+
+// Completed is true once every step of the migration is done.
+func (j *Journal) Completed() bool { return j.cm.Data[phaseKey] == Completed }
+
+func (j *Journal) done(step string) bool {
+	return slices.Contains(strings.Fields(j.cm.Data[completedKey]), step)
+}
+
+// Step is one idempotent action of a migration: running it again after it took effect, or
+// after it was interrupted, must be harmless.
+type Step struct {
+	Name        string
+	Description string
+	Do          func(ctx context.Context) error
+}
+
+// Run runs the steps not yet recorded as done, recording each before it starts and after it
+// took effect, and reports them on out.
+func (j *Journal) Run(ctx context.Context, out io.Writer, steps []Step) error {
+	for i, s := range steps {
+		prefix := fmt.Sprintf("[%d/%d] %s", i+1, len(steps), s.Description)
+		if j.done(s.Name) {
+			fmt.Fprintf(out, "%s: done before\n", prefix)
+			continue
+		}
+		if err := j.update(ctx, func(data map[string]string) { data[logKey] += line("about to: " + s.Description) }); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, prefix)
+		if err := s.Do(ctx); err != nil {
+			return &StepError{Step: s.Name, Err: err}
+		}
+		killIfAsked(s.Name)
+		if err := j.update(ctx, func(data map[string]string) {
+			data[completedKey] = strings.TrimSpace(data[completedKey] + " " + s.Name)
+			data[logKey] += line("done: " + s.Name)
+		}); err != nil {
+			return err
+		}
+	}
+	return j.update(ctx, func(data map[string]string) {
+		data[phaseKey] = Completed
+		data[logKey] += line("completed")
+	})
+}
+
+// StepError is a step that failed; the journal says which steps are done.
+type StepError struct {
+	Step string
+	Err  error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+func (j *Journal) update(ctx context.Context, change func(map[string]string)) error {
+	updated := j.cm.DeepCopy()
+	change(updated.Data)
+	if err := j.c.Update(ctx, updated, client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("updating the migration's journal %s: %w", j.Ref(), err)
+	}
+	j.cm = updated
+	return nil
+}
+
+func line(s string) string { return time.Now().UTC().Format(time.RFC3339) + " " + s + "\n" }
+
+func killIfAsked(step string) {
+	if os.Getenv(KillAfterEnv) == step {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL cannot be caught; wait for it to land
+	}
+}

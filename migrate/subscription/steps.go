@@ -1,0 +1,132 @@
+package subscription
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/migrate/internal/migration"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+)
+
+func (m *Migrate) steps(c client.Client, plan *Plan) []migration.Step {
+	ref := plan.Namespace + "/" + plan.Name
+	return []migration.Step{{
+		Name: "switch-source",
+		Description: fmt.Sprintf("switch Subscription %s to catalog %s/%s, channel %s",
+			ref, plan.To.SourceNamespace, plan.To.Source, plan.To.Channel),
+		Do: func(ctx context.Context) error { return switchSource(ctx, c, plan) },
+	}, {
+		Name:        "follow-upgrade",
+		Description: fmt.Sprintf("wait for OLM to install %s and the Subscription to reach AtLatestKnown", plan.Upgrade.Head),
+		Do: func(ctx context.Context) error {
+			return migration.Wait(ctx, m.Progress, "the upgrade to "+plan.Upgrade.Head, m.Timeout, func(ctx context.Context) (bool, string, error) {
+				return upgraded(ctx, c, plan)
+			})
+		},
+	}, {
+		Name:        "verify-driver",
+		Description: "check that the EFS driver kept running and every Ready SharedVolume is still Ready",
+		Do: func(ctx context.Context) error {
+			return migration.Wait(ctx, m.Progress, "the driver and the SharedVolumes", m.Timeout, func(ctx context.Context) (bool, string, error) {
+				return driverServes(ctx, c, plan)
+			})
+		},
+	}}
+}
+
+// switchSource changes only the source and channel of the Subscription. It refuses when someone
+// else changed them since the plan was made: the plan would no longer hold.
+func switchSource(ctx context.Context, c client.Client, plan *Plan) error {
+	var sub operatorsv1alpha1.Subscription
+	if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
+		return fmt.Errorf("reading Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
+	}
+	current := Endpoint{Source: sub.Spec.CatalogSource, SourceNamespace: sub.Spec.CatalogSourceNamespace, Channel: sub.Spec.Channel}
+	switch current {
+	case plan.To:
+		return nil
+	case plan.From:
+	default:
+		return fmt.Errorf("Subscription %s/%s changed since the migration was planned: it now uses catalog %s/%s, channel %s",
+			plan.Namespace, plan.Name, current.SourceNamespace, current.Source, current.Channel)
+	}
+	updated := sub.DeepCopy()
+	updated.Spec.CatalogSource = plan.To.Source
+	updated.Spec.CatalogSourceNamespace = plan.To.SourceNamespace
+	updated.Spec.Channel = plan.To.Channel
+	if err := c.Update(ctx, updated, client.FieldOwner(fieldManager)); err != nil {
+		return fmt.Errorf("switching Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
+	}
+	return nil
+}
+
+// upgraded follows OLM until the planned CSV Succeeded, saying what OLM is doing meanwhile.
+func upgraded(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
+	var sub operatorsv1alpha1.Subscription
+	if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
+		return false, "cannot read the Subscription: " + err.Error(), nil
+	}
+	status := []string{fmt.Sprintf("Subscription state=%s installedCSV=%s currentCSV=%s", sub.Status.State, sub.Status.InstalledCSV, sub.Status.CurrentCSV)}
+	for _, cond := range sub.Status.Conditions {
+		if cond.Type == operatorsv1alpha1.SubscriptionResolutionFailed && cond.Status == "True" {
+			status = append(status, "resolution failed: "+cond.Message)
+		}
+	}
+	if ip := sub.Status.InstallPlanRef; ip != nil {
+		var plan operatorsv1alpha1.InstallPlan
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ip.Namespace, Name: ip.Name}, &plan); err == nil {
+			status = append(status, fmt.Sprintf("InstallPlan %s %s", plan.Name, plan.Status.Phase))
+			if plan.Status.Phase == operatorsv1alpha1.InstallPlanPhaseRequiresApproval {
+				status = append(status, fmt.Sprintf("it awaits manual approval: kubectl patch installplan -n %s %s --type=merge -p '{\"spec\":{\"approved\":true}}'", plan.Namespace, plan.Name))
+			}
+		}
+	}
+	if sub.Status.CurrentCSV != "" {
+		var csv operatorsv1alpha1.ClusterServiceVersion
+		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: sub.Status.CurrentCSV}, &csv); err == nil {
+			status = append(status, fmt.Sprintf("CSV %s %s", csv.Name, csv.Status.Phase))
+			if csv.Status.Phase == operatorsv1alpha1.CSVPhaseFailed {
+				return false, "", fmt.Errorf("CSV %s/%s failed: %s: %s", csv.Namespace, csv.Name, csv.Status.Reason, csv.Status.Message)
+			}
+			if csv.Name == plan.Upgrade.Head && csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded &&
+				sub.Status.State == operatorsv1alpha1.SubscriptionStateAtLatest && sub.Status.InstalledCSV == plan.Upgrade.Head {
+				return true, "", nil
+			}
+		}
+	}
+	return false, strings.Join(status, "; "), nil
+}
+
+// driverServes checks the driver DaemonSet is the one that ran before, and available, and that
+// every SharedVolume Ready before is Ready.
+func driverServes(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
+	var problems []string
+	if plan.DriverDaemonSetUID != "" {
+		var ds appsv1.DaemonSet
+		err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: driverDaemonSet}, &ds)
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && ds.UID != plan.DriverDaemonSetUID):
+			return false, "", fmt.Errorf("the EFS driver DaemonSet %s/%s was deleted during the migration: volumes cannot be mounted on new pods until a driver runs again", plan.Namespace, driverDaemonSet)
+		case err != nil:
+			problems = append(problems, "cannot read the driver DaemonSet: "+err.Error())
+		case ds.Status.NumberAvailable < ds.Status.DesiredNumberScheduled:
+			problems = append(problems, fmt.Sprintf("DaemonSet %s has %d of %d pods available", driverDaemonSet, ds.Status.NumberAvailable, ds.Status.DesiredNumberScheduled))
+		}
+	}
+	for _, ref := range plan.ReadySharedVolumes {
+		namespace, name, _ := strings.Cut(ref, "/")
+		var sv sharedvolumev1alpha1.SharedVolume
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &sv); err != nil {
+			problems = append(problems, fmt.Sprintf("SharedVolume %s: %v", ref, err))
+		} else if sv.Status.Phase != sharedvolumev1alpha1.SharedVolumeReady {
+			problems = append(problems, fmt.Sprintf("SharedVolume %s is %s: %s", ref, sv.Status.Phase, sv.Status.Message))
+		}
+	}
+	return len(problems) == 0, strings.Join(problems, "; "), nil
+}

@@ -1,0 +1,320 @@
+// Package subscription is the `csi-olm migrate subscription` verb: it moves the Subscription of
+// the community aws-efs-operator to the certified catalog, the documented upgrade to the
+// supported EFS operator (DESIGN.md §4), and checks that the driver kept serving every volume.
+package subscription
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/migrate"
+	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/migrate/internal/migration"
+	"github.com/csi-olm/csi-olm/operator"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+)
+
+const (
+	verb = "subscription"
+	// driverDaemonSet is the community driver's node DaemonSet, in the operator's namespace
+	// (DESIGN.md §3); the supported operator adopts it under the same name.
+	driverDaemonSet = "efs-csi-node"
+	fieldManager    = "csi-olm-migrate"
+)
+
+// Migrate switches the EFS operator's Subscription to another catalog.
+type Migrate struct {
+	migrate.Options
+	Source          string
+	SourceNamespace string
+	// Channel is the target channel; empty keeps the Subscription's channel.
+	Channel string
+	// RegistryAddress overrides where the target catalog's registry is reached.
+	RegistryAddress string
+}
+
+// NewCommand returns the cobra command of the verb.
+func NewCommand() *cobra.Command {
+	m := &Migrate{}
+	cmd := &cobra.Command{
+		Use:   "subscription",
+		Short: "Move the community aws-efs-operator's Subscription to the certified catalog",
+		Long: `Finds the Subscription of package aws-efs-operator in any namespace, asks the target
+catalog's registry whether a bundle of the package upgrades from the installed CSV (replaces,
+skips or skipRange), and prints the plan. With --dry-run=false it records the plan and the
+Subscription's original spec in a ConfigMap next to the Subscription, changes only spec.source,
+spec.sourceNamespace (and spec.channel when the plan says so), follows OLM's upgrade until the
+new CSV Succeeded and the Subscription is AtLatestKnown, and checks that the EFS driver's
+DaemonSet kept running and every Ready SharedVolume stayed Ready.
+
+Running it again resumes an interrupted migration from its record. On any failure it prints how
+to put the Subscription back on its original catalog.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return m.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&m.Source, "source", "certified-operators", "target CatalogSource")
+	f.StringVar(&m.SourceNamespace, "source-namespace", "openshift-marketplace", "namespace of the target CatalogSource")
+	f.StringVar(&m.Channel, "channel", "", "target channel (default: the Subscription's channel, or the package's default channel when the target has no such channel)")
+	f.StringVar(&m.RegistryAddress, "registry-address", "", "host:port of the target catalog's registry, when it is only reachable through a port-forward")
+	m.Bind(cmd, 10*time.Minute)
+	return cmd
+}
+
+// Endpoint is one side of the switch.
+type Endpoint struct {
+	Source          string `json:"source"`
+	SourceNamespace string `json:"sourceNamespace"`
+	Channel         string `json:"channel"`
+}
+
+// Plan is what the migration does. It is printed, and recorded in the journal before the first
+// change, so that a resumed run carries on with the same plan.
+type Plan struct {
+	Namespace        string       `json:"namespace"`
+	Name             string       `json:"name"`
+	InstalledCSV     string       `json:"installedCSV"`
+	InstalledVersion string       `json:"installedVersion"`
+	From             Endpoint     `json:"from"`
+	To               Endpoint     `json:"to"`
+	Upgrade          *olm.Upgrade `json:"upgrade"`
+	// OriginalSpec is the Subscription's spec before the migration: the backup to restore.
+	OriginalSpec       operatorsv1alpha1.SubscriptionSpec `json:"originalSpec"`
+	DriverDaemonSetUID types.UID                          `json:"driverDaemonSetUID,omitempty"`
+	ReadySharedVolumes []string                           `json:"readySharedVolumes"`
+	Warnings           []string                           `json:"warnings,omitempty"`
+	Steps              []string                           `json:"steps"`
+}
+
+// Run plans the migration, prints the plan and, unless it is a dry run, carries it out.
+func (m *Migrate) Run(ctx context.Context) error {
+	if err := migration.CheckFormat(m.Output); err != nil {
+		return err
+	}
+	config, err := kube.ConfigOr(m.Config, m.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	plan := &Plan{}
+	mig, err := migration.Begin(ctx, config, verb, efs.Package, efs.Package, plan, m.Progress)
+	if err != nil {
+		return err
+	}
+	if mig.Journal != nil {
+		if err := m.checkRecordedTarget(mig.Journal, plan); err != nil {
+			return err
+		}
+	}
+	// Reading the cluster needs these permissions too: check them all before planning, so that
+	// a user who lacks some learns every one at once.
+	if err := kube.CheckAccess(ctx, mig.Kube, permissions(mig.Namespace)); err != nil {
+		return err
+	}
+	if mig.Journal == nil {
+		if plan, err = m.plan(ctx, mig.Client, mig.Subscription); err != nil {
+			return err
+		}
+	}
+	steps := m.steps(mig.Client, plan)
+	plan.Steps = migration.Describe(steps)
+	if err := m.print(plan); err != nil {
+		return err
+	}
+	if m.DryRun {
+		fmt.Fprintln(m.Out, migration.DryRunNote)
+		return nil
+	}
+	j, err := mig.Carry(ctx, plan, steps, m.Progress)
+	if err != nil {
+		if j != nil {
+			return fmt.Errorf("%w\n\n%s", err, restoreHelp(plan, j.Ref()))
+		}
+		return err
+	}
+	fmt.Fprintf(m.Out, "Subscription %s/%s installs %s from catalog %s/%s; the migration is recorded in ConfigMap %s\n",
+		plan.Namespace, plan.Name, plan.Upgrade.Head, plan.To.SourceNamespace, plan.To.Source, j.Ref())
+	return m.remind(ctx, mig.Client)
+}
+
+func permissions(namespace string) []kube.Permission {
+	return []kube.Permission{
+		{Verb: "get", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
+		{Verb: "update", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
+		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
+		{Verb: "get", Group: "operators.coreos.com", Resource: "installplans", Namespace: namespace},
+		{Verb: "create", Resource: "configmaps", Namespace: namespace},
+		{Verb: "update", Resource: "configmaps", Namespace: namespace},
+		{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: namespace},
+		{Verb: "list", Group: sharedvolumev1alpha1.GroupVersion.Group, Resource: "sharedvolumes"},
+		{Verb: "get", Group: operatorv1.GroupName, Resource: "clustercsidrivers"},
+	}
+}
+
+// checkRecordedTarget refuses to resume an earlier run towards another target.
+func (m *Migrate) checkRecordedTarget(j *migration.Journal, plan *Plan) error {
+	if plan.To.Source != m.Source || plan.To.SourceNamespace != m.SourceNamespace || (m.Channel != "" && m.Channel != plan.To.Channel) {
+		state := "an unfinished"
+		if j.Completed() {
+			state = "a completed"
+		}
+		return fmt.Errorf("ConfigMap %s records %s migration to catalog %s/%s, channel %s: run with those flags to resume it, or delete the ConfigMap to plan a new one",
+			j.Ref(), state, plan.To.SourceNamespace, plan.To.Source, plan.To.Channel)
+	}
+	return nil
+}
+
+// plan asks the target catalog how the Subscription's CSV upgrades, and records what must
+// keep working.
+func (m *Migrate) plan(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription) (*Plan, error) {
+	ref := sub.Namespace + "/" + sub.Name
+	switch {
+	case sub.Status.InstalledCSV == "":
+		return nil, fmt.Errorf("Subscription %s has not installed a CSV yet, so there is nothing to upgrade from:\n%s", ref, olm.DescribeSubscription(sub, nil))
+	case sub.Status.State == operatorsv1alpha1.SubscriptionStateUpgradePending:
+		return nil, fmt.Errorf("Subscription %s has an upgrade pending: let it finish, or reject its InstallPlan, then run again:\n%s", ref, olm.DescribeSubscription(sub, nil))
+	}
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	if err := c.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: sub.Status.InstalledCSV}, &csv); err != nil {
+		return nil, fmt.Errorf("reading the installed CSV %s/%s of Subscription %s: %w", sub.Namespace, sub.Status.InstalledCSV, ref, err)
+	}
+	plan := &Plan{
+		Namespace: sub.Namespace, Name: sub.Name,
+		InstalledCSV: csv.Name, InstalledVersion: csv.Spec.Version.String(),
+		From:         Endpoint{Source: sub.Spec.CatalogSource, SourceNamespace: sub.Spec.CatalogSourceNamespace, Channel: sub.Spec.Channel},
+		To:           Endpoint{Source: m.Source, SourceNamespace: m.SourceNamespace, Channel: m.Channel},
+		OriginalSpec: *sub.Spec,
+	}
+	if plan.From.Source == m.Source && plan.From.SourceNamespace == m.SourceNamespace && (m.Channel == "" || m.Channel == plan.From.Channel) {
+		return nil, fmt.Errorf("Subscription %s already uses catalog %s/%s, channel %s: there is nothing to migrate", ref, m.SourceNamespace, m.Source, plan.From.Channel)
+	}
+	cs, err := olm.ReadyCatalogSource(ctx, c, m.SourceNamespace, m.Source)
+	if err != nil {
+		return nil, err
+	}
+	registry, err := olm.DialRegistry(ctx, cs, m.RegistryAddress)
+	if err != nil {
+		return nil, err
+	}
+	defer registry.Close()
+	if plan.To.Channel == "" {
+		plan.To.Channel = plan.From.Channel
+	}
+	plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, plan.To.Channel, plan.InstalledCSV, plan.InstalledVersion)
+	var noChannel *olm.NoChannelError
+	if errors.As(err, &noChannel) && m.Channel == "" {
+		// The target has no channel of the Subscription's name: OLM would stall, so move to the
+		// package's default channel, and say so.
+		plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, "", plan.InstalledCSV, plan.InstalledVersion)
+		if err == nil {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("catalog %s has no channel %s: the Subscription moves to the default channel %s", registry.Name, plan.From.Channel, plan.Upgrade.Channel))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	plan.To.Channel = plan.Upgrade.Channel
+
+	var ds appsv1.DaemonSet
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: driverDaemonSet}, &ds); {
+	case apierrors.IsNotFound(err):
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("no EFS driver DaemonSet %s/%s: there is no running driver to check", sub.Namespace, driverDaemonSet))
+	case err != nil:
+		return nil, fmt.Errorf("reading the EFS driver DaemonSet %s/%s: %w", sub.Namespace, driverDaemonSet, err)
+	default:
+		plan.DriverDaemonSetUID = ds.UID
+	}
+	var svs sharedvolumev1alpha1.SharedVolumeList
+	if err := c.List(ctx, &svs); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing SharedVolumes: %w", err)
+	}
+	plan.ReadySharedVolumes = []string{}
+	for _, sv := range svs.Items {
+		if sv.Status.Phase == sharedvolumev1alpha1.SharedVolumeReady {
+			plan.ReadySharedVolumes = append(plan.ReadySharedVolumes, sv.Namespace+"/"+sv.Name)
+		} else {
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("SharedVolume %s/%s is %s, not Ready, before the migration: it is not checked", sv.Namespace, sv.Name, sv.Status.Phase))
+		}
+	}
+	return plan, nil
+}
+
+func (m *Migrate) print(plan *Plan) error {
+	if m.Output != "text" {
+		return migration.Encode(m.Out, m.Output, plan)
+	}
+	w := m.Out
+	fmt.Fprintf(w, "Migrate Subscription %s/%s (package %s)\n", plan.Namespace, plan.Name, efs.Package)
+	fmt.Fprintf(w, "  installed:  %s (version %s)\n", plan.InstalledCSV, plan.InstalledVersion)
+	fmt.Fprintf(w, "  catalog:    %s/%s -> %s/%s\n", plan.From.SourceNamespace, plan.From.Source, plan.To.SourceNamespace, plan.To.Source)
+	fmt.Fprintf(w, "  channel:    %s -> %s\n", plan.From.Channel, plan.To.Channel)
+	fmt.Fprintf(w, "  upgrade to: %s, the head of %s", plan.Upgrade.Head, plan.Upgrade.Channel)
+	if plan.Upgrade.Edge != "" {
+		fmt.Fprintf(w, " (%s %s)", plan.Upgrade.Edge, plan.Upgrade.Why)
+	}
+	fmt.Fprintln(w)
+	if plan.DriverDaemonSetUID != "" {
+		fmt.Fprintf(w, "  driver:     DaemonSet %s/%s must keep running\n", plan.Namespace, driverDaemonSet)
+	}
+	fmt.Fprintf(w, "  volumes:    %d Ready SharedVolumes must stay Ready\n", len(plan.ReadySharedVolumes))
+	fmt.Fprintln(w, "Steps:")
+	for i, s := range plan.Steps {
+		fmt.Fprintf(w, "  %d. %s\n", i+1, s)
+	}
+	for _, warning := range plan.Warnings {
+		fmt.Fprintf(w, "Warning: %s\n", warning)
+	}
+	return nil
+}
+
+// restoreHelp says how to put the Subscription back where it was.
+func restoreHelp(plan *Plan, journal string) string {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]string{
+		"source": plan.OriginalSpec.CatalogSource, "sourceNamespace": plan.OriginalSpec.CatalogSourceNamespace, "channel": plan.OriginalSpec.Channel,
+	}})
+	return fmt.Sprintf(`The Subscription's original spec is kept in ConfigMap %s (originalSpec in facts.json).
+Run the same command again to resume from the step that stopped, or put the Subscription back on its original catalog:
+  kubectl patch subscriptions.operators.coreos.com -n %s %s --type=merge -p '%s'
+Once OLM has installed the new CSV, the original catalog has no upgrade from it: restoring the source stops further upgrades but does not downgrade.`,
+		journal, plan.Namespace, plan.Name, patch)
+}
+
+// remind tells the admin that the supported operator waits for its CR.
+func (m *Migrate) remind(ctx context.Context, c client.Client) error {
+	var cr operatorv1.ClusterCSIDriver
+	err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &cr)
+	switch {
+	case err == nil:
+		fmt.Fprintf(m.Out, "ClusterCSIDriver %s exists: the supported operator adopts the running driver in place.\n", operator.CRName)
+		return nil
+	case apierrors.IsNotFound(err):
+		fmt.Fprintf(m.Out, `Reminder: the supported operator does nothing until ClusterCSIDriver %s exists. The community driver
+keeps serving every volume meanwhile. Create it to have the operator adopt the driver in place:
+  kubectl apply -f - <<EOF
+  apiVersion: operator.openshift.io/v1
+  kind: ClusterCSIDriver
+  metadata:
+    name: %s
+  spec:
+    managementState: Managed
+  EOF
+`, operator.CRName, operator.CRName)
+		return nil
+	}
+	return fmt.Errorf("reading ClusterCSIDriver %s: %w", operator.CRName, err)
+}

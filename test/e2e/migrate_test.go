@@ -1,0 +1,259 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/testutil"
+	"github.com/csi-olm/csi-olm/migrate"
+	"github.com/csi-olm/csi-olm/migrate/cso"
+	"github.com/csi-olm/csi-olm/migrate/subscription"
+	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/test/fixture"
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+// migrateSubscription runs `csi-olm migrate subscription` towards the certified catalog.
+func migrateSubscription(ctx context.Context, s *testbed.Stack, dryRun bool, out *bytes.Buffer) error {
+	return (&subscription.Migrate{
+		Options: options(s, dryRun, out), Source: certifiedSource, SourceNamespace: testbed.OLMNamespace,
+	}).Run(ctx)
+}
+
+// migrateCSO runs `csi-olm migrate cso` for a driver.
+func migrateCSO(ctx context.Context, s *testbed.Stack, driver string, dryRun bool, out *bytes.Buffer) error {
+	return (&cso.Migrate{Options: options(s, dryRun, out), Driver: driver, AcceptNamespaceMove: true}).Run(ctx)
+}
+
+func options(s *testbed.Stack, dryRun bool, out *bytes.Buffer) migrate.Options {
+	return migrate.Options{Config: s.Config, DryRun: dryRun, Output: "text", Timeout: 2 * time.Minute, Out: out, Progress: out}
+}
+
+func TestMigrateSubscription(t *testing.T) {
+	t.Parallel()
+	// Parallel tests cannot use t.Setenv; no other test of this package reads these variables.
+	must(t, fixture.ExportOperatorEnv())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	e := installCommunityEFS(ctx, t, startOLMFixture(ctx, t))
+	c := e.stack.Client
+	before := snapshot(ctx, t, c)
+
+	var out bytes.Buffer
+	must(t, migrateSubscription(ctx, e.stack, true, &out))
+	for _, want := range []string{
+		"catalog:    olm/community-operators -> olm/certified-operators",
+		"upgrade to: " + certifiedHeadCSV + ", the head of stable (" + certifiedHeadCSV + ` skipRange ">=0.0.6 <4.11.0" includes 0.0.8)`,
+		"DaemonSet operators/efs-csi-node must keep running",
+		"3 Ready SharedVolumes must stay Ready",
+		"dry run: nothing changed",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the plan lacks %q:\n%s", want, out.String())
+		}
+	}
+	assertUnchanged(ctx, t, c, before)
+
+	out.Reset()
+	if err := migrateSubscription(ctx, e.stack, false, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+	e.assertSwitched(ctx, t)
+	if !strings.Contains(out.String(), "Reminder: the supported operator does nothing until ClusterCSIDriver efs.csi.aws.com exists") {
+		t.Errorf("no reminder to create the CR:\n%s", out.String())
+	}
+
+	// A second run finds the completed journal and changes nothing.
+	out.Reset()
+	must(t, migrateSubscription(ctx, e.stack, false, &out))
+	if !strings.Contains(out.String(), "switch Subscription operators/aws-efs-operator to catalog olm/certified-operators, channel stable: done before") {
+		t.Errorf("the rerun did not resume from the journal:\n%s", out.String())
+	}
+
+	// The supported operator adopts the community driver once the admin creates the CR.
+	fixture.RunOperator(t, e.stack.Config, testbed.OperatorsNamespace)
+	must(t, c.Create(ctx, &operatorv1.ClusterCSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.CRName},
+		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+	}))
+	ds := e.driver.DeepCopy()
+	must(t, testutil.Eventually(ctx, "the driver DaemonSet to run the supported driver", func(ctx context.Context) error {
+		if err := fixture.Available(c, ds)(ctx); err != nil {
+			return err
+		}
+		if img := ds.Spec.Template.Spec.Containers[0].Image; img != fixture.Images["DRIVER_IMAGE"] {
+			return errors.New("image " + img)
+		}
+		return nil
+	}))
+	if ds.UID != e.driver.UID {
+		t.Error("the driver DaemonSet was re-created instead of adopted")
+	}
+	if _, ok := ds.Labels[fixture.CommunityLabel]; ok {
+		t.Error("the adopted DaemonSet still carries the community label")
+	}
+	e.assertVolumesUntouched(ctx, t)
+}
+
+func TestMigrateCSO(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := startOLMFixture(ctx, t)
+	drivers := olmEraDrivers()
+	installOLMEraDrivers(ctx, t, f, drivers...)
+	c := f.stack.Client
+
+	before := snapshot(ctx, t, c)
+	var out bytes.Buffer
+	must(t, migrateCSO(ctx, f.stack, "ebs", true, &out))
+	for _, want := range []string{
+		"Deployment openshift-aws-ebs-csi-driver/aws-ebs-csi-driver-controller",
+		"not adopted: the CSO-era operator runs its own in namespace openshift-cluster-csi-drivers",
+		"CSIDriver ebs.csi.aws.com",
+		"Action required for EBS",
+		"kubectl delete namespace openshift-aws-ebs-csi-driver",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the EBS plan lacks %q:\n%s", want, out.String())
+		}
+	}
+	assertUnchanged(ctx, t, c, before)
+
+	for _, d := range drivers {
+		out.Reset()
+		if err := migrateCSO(ctx, f.stack, d.name, false, &out); err != nil {
+			t.Fatalf("migrating %s: %v\n%s", d.name, err, out.String())
+		}
+		t.Log(out.String())
+		d.assertHandedOver(ctx, t, c)
+		if d.name == "manila" && strings.Contains(out.String(), "not adopted") {
+			t.Errorf("Manila's operands live where the CSO-era operator adopts them:\n%s", out.String())
+		}
+	}
+}
+
+// runKilled runs a migrate verb that kills itself after a step, and checks it died that way.
+func runKilled(t *testing.T, bin string, s *testbed.Stack, step string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig, "--dry-run=false")...)
+	cmd.Env = append(os.Environ(), "CSI_OLM_MIGRATE_KILL_AFTER="+step)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !exit.Sys().(syscall.WaitStatus).Signaled() || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the verb was not killed after step %s: %v\n%s", step, err, out)
+	}
+}
+
+func run(t *testing.T, bin string, s *testbed.Stack, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig, "--dry-run=false")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the rerun failed: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestMigrateResumesAfterKill kills each verb right after each step took effect, before the
+// journal records it, and checks that running the verb again reaches the same end state.
+func TestMigrateResumesAfterKill(t *testing.T) {
+	t.Parallel()
+	bin := testutil.BuildBinary(t, "github.com/csi-olm/csi-olm/cmd/csi-olm")
+	subscriptionArgs := []string{"migrate", "subscription", "--source", certifiedSource, "--source-namespace", testbed.OLMNamespace, "--timeout", "2m"}
+	for _, step := range []string{"record", "switch-source", "follow-upgrade", "verify-driver"} {
+		t.Run("subscription/"+step, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			e := installCommunityEFS(ctx, t, startOLMFixture(ctx, t))
+			runKilled(t, bin, e.stack, step, subscriptionArgs...)
+			out := run(t, bin, e.stack, subscriptionArgs...)
+			if !strings.Contains(out, "resuming the migration recorded in ConfigMap operators/csi-olm-migrate-subscription-aws-efs-operator") {
+				t.Errorf("the rerun did not resume:\n%s", out)
+			}
+			e.assertSwitched(ctx, t)
+		})
+	}
+	csoArgs := []string{"migrate", "cso", "--driver", "manila", "--timeout", "2m"}
+	for _, step := range []string{"record", "delete-subscription", "delete-csv", "wait-operator-removed", "release-old-cr", "create-clustercsidriver", "check-operands"} {
+		t.Run("cso/"+step, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			f := startOLMFixture(ctx, t)
+			manila := olmEraDrivers()[1]
+			installOLMEraDrivers(ctx, t, f, manila)
+			runKilled(t, bin, f.stack, step, csoArgs...)
+			out := run(t, bin, f.stack, csoArgs...)
+			if !strings.Contains(out, "resuming the migration recorded in ConfigMap operators/csi-olm-migrate-cso-manila") {
+				t.Errorf("the rerun did not resume:\n%s", out)
+			}
+			manila.assertHandedOver(ctx, t, f.stack.Client)
+		})
+	}
+}
+
+// state is what a refused migration must leave as it was.
+type state map[string]string
+
+func snapshot(ctx context.Context, t testing.TB, c client.Client) state {
+	t.Helper()
+	s := state{}
+	var subs operatorsv1alpha1.SubscriptionList
+	must(t, c.List(ctx, &subs))
+	for _, sub := range subs.Items {
+		s["Subscription "+sub.Namespace+"/"+sub.Name] = fmt.Sprintf("uid=%s generation=%d spec=%+v", sub.UID, sub.Generation, *sub.Spec)
+	}
+	var csvs operatorsv1alpha1.ClusterServiceVersionList
+	must(t, c.List(ctx, &csvs, client.InNamespace(testbed.OperatorsNamespace)))
+	for _, csv := range csvs.Items {
+		s["CSV "+csv.Name] = string(csv.UID)
+	}
+	var cms corev1.ConfigMapList
+	must(t, c.List(ctx, &cms, client.HasLabels{"migrate.csi-olm.io/verb"}))
+	for _, cm := range cms.Items {
+		s["journal "+cm.Namespace+"/"+cm.Name] = cm.ResourceVersion
+	}
+	var ccds operatorv1.ClusterCSIDriverList
+	must(t, c.List(ctx, &ccds))
+	for _, ccd := range ccds.Items {
+		s["ClusterCSIDriver "+ccd.Name] = string(ccd.UID)
+	}
+	for _, d := range olmEraDrivers() {
+		cr := d.cr
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err == nil {
+			s[d.name+" CR"] = fmt.Sprintf("uid=%s finalizers=%v deleting=%v", cr.GetUID(), cr.GetFinalizers(), cr.GetDeletionTimestamp() != nil)
+		}
+	}
+	return s
+}
+
+func assertUnchanged(ctx context.Context, t testing.TB, c client.Client, before state) {
+	t.Helper()
+	after := snapshot(ctx, t, c)
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed:\n  before: %s\n  after:  %s", k, v, after[k])
+		}
+	}
+	for k, v := range after {
+		if _, ok := before[k]; !ok {
+			t.Errorf("%s appeared: %s", k, v)
+		}
+	}
+}
