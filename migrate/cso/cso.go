@@ -20,8 +20,8 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/drivers/ebs"
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/internal/migration"
 )
 
@@ -30,7 +30,7 @@ const verb = "cso"
 // Migrate moves one driver from its OLM-installed operator to the cluster-storage-operator.
 type Migrate struct {
 	migrate.Options
-	Driver     string
+	Driver string
 	// AcceptNamespaceMove acknowledges that the CSO-era EBS operator runs a new driver in
 	// another namespace instead of adopting the running one.
 	AcceptNamespaceMove bool
