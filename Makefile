@@ -35,7 +35,7 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 
 .PHONY: test
-test: tools ## Run the tests (unit, golden, real-opm and real-apiserver tests)
+test: tools image-builder ## Run the tests (unit, golden, real-opm and real-apiserver tests)
 	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test $$($(GO) list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
@@ -81,6 +81,17 @@ graphviz: ## Install Graphviz from Debian's packages when dot is missing (for th
 		echo "installing graphviz (apt-get)"; \
 		sudo=; [[ $$(id -u) -eq 0 ]] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq graphviz >/dev/null; }
+
+.PHONY: image-builder
+image-builder: ## Install buildah from Debian's packages when neither podman nor buildah is there (the efs-utils base image build)
+	@command -v podman >/dev/null || command -v buildah >/dev/null || { \
+		echo "installing buildah (apt-get)"; \
+		sudo=; [[ $$(id -u) -eq 0 ]] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends buildah >/dev/null; }
+
+.PHONY: efs-utils-base
+efs-utils-base: image-builder ## Build the efs-utils base image of the EFS CSI driver with podman or buildah
+	hack/build-efs-utils-base.sh
 
 .PHONY: tools
 tools: ## Build the pinned tools (opm, controller-gen, kube binaries, etcd, kwok, OLM) into $(TOOLS_DIR)

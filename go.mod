@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/blang/semver/v4 v4.0.0
 	github.com/distribution/reference v0.6.0
+	github.com/moby/buildkit v0.25.2
 	github.com/openshift/api v0.0.0-20260805215214-cfb63858e9d7
 	github.com/operator-framework/api v0.45.0
 	github.com/operator-framework/operator-registry v1.73.0
@@ -32,6 +33,7 @@ require (
 	github.com/imdario/mergo v0.3.7 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/pkg/profile v1.7.0 // indirect
+	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/robfig/cron v1.2.0 // indirect
 	go.etcd.io/etcd/api/v3 v3.6.8 // indirect
 	go.etcd.io/etcd/client/pkg/v3 v3.6.8 // indirect
