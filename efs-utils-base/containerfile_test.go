@@ -329,7 +329,7 @@ func TestNoBuildToolIsLeftInTheFinalStage(t *testing.T) {
 		{"no build tool runs", func() error {
 			var errs []string
 			for _, cmd := range final.commands(t) {
-				for _, argv := range cmd.pipeline {
+				for _, argv := range cmd.calls {
 					if len(argv) == 0 {
 						continue
 					}

@@ -3,6 +3,7 @@ package efsutilsbase
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
 const (
@@ -204,21 +207,23 @@ func unquote(s string) string {
 	return s
 }
 
-// command is one command (or pipeline) of a RUN in shell form, as cut at the top-level &&, ||,
-// ; and newlines; next is the operator that follows it, "" for the last one.
+// command is one command of a RUN in shell form, as cut at the top-level &&, || and ;; next is
+// the operator that follows it, "" for the last one.
 type command struct {
-	in       instruction
-	index    int // position in the stage's sequence of commands
-	text     string
-	pipeline [][]string // the unquoted words of each element of the pipeline
-	next     string
+	in    instruction
+	index int // position in the stage's sequence of commands
+	text  string
+	// calls are the expanded words of every simple command it runs: each element of a pipeline,
+	// and each command of a { ...; } group.
+	calls [][]string
+	next  string
 }
 
 func (c command) pos() string { return c.in.pos() }
 
-// program returns the words of the pipeline element that runs name, nil when none does.
+// program returns the words of the simple command that runs name, nil when none does.
 func (c command) program(name string) []string {
-	for _, argv := range c.pipeline {
+	for _, argv := range c.calls {
 		if len(argv) > 0 && argv[0] == name {
 			return argv
 		}
@@ -228,7 +233,7 @@ func (c command) program(name string) []string {
 
 func (c command) programs() []string {
 	var out []string
-	for _, argv := range c.pipeline {
+	for _, argv := range c.calls {
 		if len(argv) > 0 {
 			out = append(out, argv[0])
 		}
@@ -255,150 +260,89 @@ func (s stage) commands(t *testing.T) []command {
 	return out
 }
 
-// splitShell cuts a shell command line at its top-level && || ; and newlines. It knows quotes,
-// backslashes, ${...}, $(...) and { ...; } or ( ... ) groups: enough for the RUNs of these
-// Containerfiles, and it fails the test on anything it cannot follow rather than guess.
+// splitShell parses a RUN's script as the shell does (mvdan.cc/sh) and cuts it at its top-level
+// &&, || and ;.
 func splitShell(t *testing.T, in instruction, script string) []command {
 	t.Helper()
-	var (
-		out     []command
-		current strings.Builder
-		quote   rune // 0, '\'' or '"'
-		depth   int
-	)
-	flush := func(next string) {
-		text := strings.TrimSpace(current.String())
-		current.Reset()
-		if text == "" {
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), in.pos())
+	if err != nil {
+		t.Fatalf("%s: RUN is not a POSIX shell script: %v", in.pos(), err)
+	}
+	var out []command
+	var cut func(stmt *syntax.Stmt, next string)
+	cut = func(stmt *syntax.Stmt, next string) {
+		if b, ok := stmt.Cmd.(*syntax.BinaryCmd); ok && (b.Op == syntax.AndStmt || b.Op == syntax.OrStmt) {
+			cut(b.X, b.Op.String())
+			cut(b.Y, next)
 			return
 		}
-		out = append(out, command{in: in, text: text, pipeline: pipelineWords(t, in, text), next: next})
-	}
-	runes := []rune(script)
-	for i := 0; i < len(runes); i++ {
-		r := runes[i]
-		switch {
-		case quote == '\'':
-			if r == '\'' {
-				quote = 0
-			}
-		case r == '\\' && i+1 < len(runes):
-			current.WriteRune(r)
-			i++
-			r = runes[i]
-		case quote == '"':
-			if r == '"' {
-				quote = 0
-			}
-		case r == '\'' || r == '"':
-			quote = r
-		case r == '$' && i+1 < len(runes) && (runes[i+1] == '{' || runes[i+1] == '('):
-			current.WriteRune(r)
-			i++
-			r = runes[i]
-			depth++
-		case r == '{' || r == '(':
-			depth++
-		case r == '}' || r == ')':
-			depth--
-			if depth < 0 {
-				t.Fatalf("%s: unbalanced %q in RUN", in.pos(), r)
-			}
-		case depth == 0 && (r == ';' || r == '\n'):
-			flush(";")
-			continue
-		case depth == 0 && (r == '&' || r == '|') && i+1 < len(runes) && runes[i+1] == r:
-			flush(string([]rune{r, r}))
-			i++
-			continue
+		var text strings.Builder
+		if err := syntax.NewPrinter(syntax.SingleLine(true)).Print(&text, stmt); err != nil {
+			t.Fatalf("%s: %v", in.pos(), err)
 		}
-		current.WriteRune(r)
+		out = append(out, command{in: in, text: text.String(), calls: calls(t, in, stmt), next: next})
 	}
-	if quote != 0 || depth != 0 {
-		t.Fatalf("%s: unterminated quote or group in RUN", in.pos())
+	for i, stmt := range file.Stmts {
+		next := ";"
+		if i == len(file.Stmts)-1 {
+			next = ""
+		}
+		cut(stmt, next)
 	}
-	flush("")
 	return out
 }
 
-// pipelineWords splits one command into the unquoted words of each pipeline element.
-func pipelineWords(t *testing.T, in instruction, text string) [][]string {
+// keepReferences expands words the way the shell removes quotes and escapes, but leaves each
+// parameter or command substitution as written: the checks compare against the Containerfile's
+// own ${ARG} references.
+var keepReferences = &expand.Config{
+	Env: expand.FuncEnviron(func(name string) string { return "${" + name + "}" }),
+	CmdSubst: func(w io.Writer, cs *syntax.CmdSubst) error {
+		return syntax.NewPrinter(syntax.SingleLine(true)).Print(w, cs)
+	},
+}
+
+// calls returns the words of every simple command in a statement, in order.
+func calls(t *testing.T, in instruction, stmt *syntax.Stmt) [][]string {
 	t.Helper()
-	var (
-		pipeline [][]string
-		words    []string
-		word     strings.Builder
-		inWord   bool
-		quote    rune
-	)
-	endWord := func() {
-		if inWord {
-			words = append(words, word.String())
+	var out [][]string
+	syntax.Walk(stmt, func(node syntax.Node) bool {
+		call, ok := node.(*syntax.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
 		}
-		word.Reset()
-		inWord = false
-	}
-	runes := []rune(text)
-	for i := 0; i < len(runes); i++ {
-		r := runes[i]
-		switch {
-		case quote == '\'':
-			if r == '\'' {
-				quote = 0
-				continue
+		var argv []string
+		for _, word := range call.Args {
+			field, err := expand.Literal(keepReferences, word)
+			if err != nil {
+				t.Fatalf("%s: %v", in.pos(), err)
 			}
-		case quote == '"':
-			if r == '"' {
-				quote = 0
-				continue
-			}
-			if r == '\\' && i+1 < len(runes) && strings.ContainsRune(`"\$`+"`", runes[i+1]) {
-				i++
-				r = runes[i]
-			}
-		case r == '\\' && i+1 < len(runes):
-			i++
-			r = runes[i]
-		case r == '\'' || r == '"':
-			quote = r
-			inWord = true
-			continue
-		case r == ' ' || r == '\t' || r == '\n':
-			endWord()
-			continue
-		case r == '|':
-			endWord()
-			pipeline = append(pipeline, words)
-			words = nil
-			continue
+			argv = append(argv, field)
 		}
-		word.WriteRune(r)
-		inWord = true
-	}
-	if quote != 0 {
-		t.Fatalf("%s: unterminated quote in %q", in.pos(), text)
-	}
-	endWord()
-	return append(pipeline, words)
+		out = append(out, argv)
+		return false
+	})
+	return out
 }
 
 func TestSplitShell(t *testing.T) {
 	in := instruction{file: "test", line: 1, cmd: "run"}
 	tests := []struct {
 		script string
-		want   []string // per command: its pipeline elements joined by " | ", then the operator after it
+		want   []string // per command: its simple commands joined by " | ", then the operator after it
 	}{
 		{`a && b || c; d`, []string{"a &&", "b ||", "c ;", "d "}},
-		{`test -n "${X}" || { echo "x && y" >&2; exit 1; } && z`, []string{`test -n ${X} ||`, `{ echo x && y >&2; exit 1; } &&`, "z "}},
+		{`test -n "${X}" || { echo "x && y" >&2; exit 1; } && z`, []string{`test -n ${X} ||`, `echo x && y | exit 1 &&`, "z "}},
 		{`echo "${S}  f" | sha256sum --check && tar -x 'a;b'`, []string{`echo ${S}  f | sha256sum --check &&`, "tar -x a;b "}},
-		{`grep -Eq "^V = [\"']$(v)[\"']\$" f`, []string{`grep -Eq ^V = ["']$(v)["']$ f `}},
+		{`grep -Eq "^V = [\"']${V}[\"']\$" f`, []string{`grep -Eq ^V = ["']${V}["']$ f `}},
+		{"a \\\n  && b", []string{"a &&", "b "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
 			var got []string
 			for _, cmd := range splitShell(t, in, tt.script) {
 				var elements []string
-				for _, argv := range cmd.pipeline {
+				for _, argv := range cmd.calls {
 					elements = append(elements, strings.Join(argv, " "))
 				}
 				got = append(got, strings.Join(elements, " | ")+" "+cmd.next)
