@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -206,5 +207,45 @@ func TestMigrateRefusesBadInput(t *testing.T) {
 			}
 			assertUnchanged(ctx, t, c, before)
 		})
+	}
+}
+
+// TestMigrateSubscriptionFailureSaysHowToRestore stops a migration after the switch, as a
+// timeout does, and checks that the printed restore command puts the Subscription back.
+func TestMigrateSubscriptionFailureSaysHowToRestore(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	f := startOLMFixture(ctx, t)
+	c := f.stack.Client
+	must(t, f.subscribe(ctx, efsPackage, "stable", communitySource))
+	_, err := testbed.WaitForSubscription(ctx, c, testbed.OperatorsNamespace, efsPackage, "AtLatestKnown", olm.AtLatestKnown(communityHeadCSV))
+	must(t, err)
+	var original operatorsv1alpha1.Subscription
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: testbed.OperatorsNamespace, Name: efsPackage}, &original))
+
+	var out bytes.Buffer
+	opts := options(f.stack, false, &out)
+	opts.Timeout = time.Millisecond
+	err = (&subscription.Migrate{Options: opts, Source: certifiedSource, SourceNamespace: testbed.OLMNamespace}).Run(ctx)
+	if err == nil {
+		t.Fatalf("the upgrade cannot finish in 1ms, yet the migration succeeded:\n%s", out.String())
+	}
+	const restore = `kubectl patch subscriptions.operators.coreos.com -n operators aws-efs-operator --type=merge -p '`
+	msg := err.Error()
+	i := strings.Index(msg, restore)
+	if !strings.Contains(msg, "step follow-upgrade: gave up waiting for the upgrade to "+certifiedHeadCSV) || i < 0 {
+		t.Fatalf("the error does not say where it stopped and how to restore:\n%v", err)
+	}
+	patch, _, _ := strings.Cut(msg[i+len(restore):], "'")
+	var sub operatorsv1alpha1.Subscription
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(&original), &sub))
+	if sub.Spec.CatalogSource != certifiedSource {
+		t.Fatalf("the failed run did not switch the source first: %+v", sub.Spec)
+	}
+	must(t, c.Patch(ctx, &sub, client.RawPatch(types.MergePatchType, []byte(patch))))
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(&original), &sub))
+	if sub.Spec.CatalogSource != original.Spec.CatalogSource || sub.Spec.CatalogSourceNamespace != original.Spec.CatalogSourceNamespace || sub.Spec.Channel != original.Spec.Channel {
+		t.Errorf("the printed patch %s did not restore the spec: %+v, was %+v", patch, sub.Spec, original.Spec)
 	}
 }
