@@ -119,7 +119,7 @@ func (m *Migrate) Run(ctx context.Context) error {
 		return err
 	}
 	if m.DryRun {
-		fmt.Fprintln(m.Out, migration.DryRunNote)
+		fmt.Fprintln(m.Progress, migration.DryRunNote)
 		return nil
 	}
 	if d.name == "ebs" && !m.AcceptNamespaceMove {

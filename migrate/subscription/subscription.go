@@ -137,7 +137,7 @@ func (m *Migrate) Run(ctx context.Context) error {
 		return err
 	}
 	if m.DryRun {
-		fmt.Fprintln(m.Out, migration.DryRunNote)
+		fmt.Fprintln(m.Progress, migration.DryRunNote)
 		return nil
 	}
 	j, err := mig.Carry(ctx, plan, steps, m.Progress)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -65,6 +66,18 @@ func TestMigrateSubscription(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the plan lacks %q:\n%s", want, out.String())
 		}
+	}
+	// The plan as JSON, for scripts: progress goes elsewhere, so stdout decodes.
+	var planJSON, progress bytes.Buffer
+	opts := options(e.stack, true, &planJSON)
+	opts.Output, opts.Progress = "json", &progress
+	must(t, (&subscription.Migrate{Options: opts, Source: certifiedSource, SourceNamespace: testbed.OLMNamespace}).Run(ctx))
+	var plan subscription.Plan
+	if err := json.Unmarshal(planJSON.Bytes(), &plan); err != nil {
+		t.Fatalf("stdout is not the JSON plan alone: %v\n%s", err, planJSON.String())
+	}
+	if plan.Upgrade.Head != certifiedHeadCSV || plan.InstalledCSV != communityHeadCSV || len(plan.ReadySharedVolumes) != 3 || plan.OriginalSpec.CatalogSource != communitySource {
+		t.Errorf("the JSON plan: %+v", plan)
 	}
 	assertUnchanged(ctx, t, c, before)
 

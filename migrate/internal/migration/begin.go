@@ -71,7 +71,8 @@ func Describe(steps []Step) []string {
 	return descriptions
 }
 
-// DryRunNote ends the output of a dry run.
+// DryRunNote ends a dry run. It goes with the progress, so that a plan printed as yaml or json
+// is all of the standard output.
 const DryRunNote = "dry run: nothing changed; run with --dry-run=false to migrate"
 
 // Carry records a new migration with its plan, then runs the steps its journal does not record
