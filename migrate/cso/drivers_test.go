@@ -9,7 +9,7 @@ import (
 func TestDriversMatchDesign(t *testing.T) {
 	tests := []struct {
 		driver, pkg, operator, crKind, finalizer, clusterCSIDriver, operandNamespace string
-		adoptedInPlace                                                              bool
+		adoptedInPlace                                                               bool
 	}{
 		{"ebs", "aws-ebs-csi-driver-operator", "aws-ebs-csi-driver-operator", "AWSEBSDriver", "operator.csi.openshift.io", "ebs.csi.aws.com", "openshift-cluster-csi-drivers", false},
 		{"manila", "manila-csi-driver-operator", "csi-driver-manila-operator", "ManilaDriver", "finalizer.manila.csi.openshift.io", "manila.csi.openstack.org", "openshift-manila-csi-driver", true},
