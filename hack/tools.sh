@@ -9,7 +9,8 @@
 #   opm, controller-gen                      this module's go.mod (the `tool` block)
 #   kube-apiserver, kube-controller-manager, hack/tools/kube/go.mod, a separate tools module so
 #   kube-scheduler, etcd                     k8s.io/kubernetes never enters the main go.mod
-#   kwok                                     kwok_version below (built in its own module graph)
+#   kwok, kwok-crds                          kwok_version below (built in its own module graph;
+#                                            kwok-crds is the directory of kwok's CRDs)
 #   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod)
 #   openshift-crds                           this module's github.com/openshift/api (prints the
 #                                            module's directory; the test bed reads its CRDs)
@@ -26,7 +27,7 @@ olm_module=github.com/operator-framework/operator-lifecycle-manager
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
 all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler etcd kwok
-	olm catalog olm-crds openshift-crds)
+	kwok-crds olm catalog olm-crds openshift-crds)
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
@@ -115,20 +116,28 @@ build_etcd() {
 	echo "$out"
 }
 
-# build_kwok: kwok at kwok_version, with `go install pkg@version`, so exactly kwok's own go.mod
-# (which has no replaces), independent of this module's graph.
+# build_kwok NAME: kwok at kwok_version, with `go install pkg@version`, so exactly kwok's own go.mod
+# (which has no replaces), independent of this module's graph; or kwok-crds, the CRDs of kwok's
+# own API (the test bed uses PortForward), copied from the module `go install` downloaded.
 build_kwok() {
-	local out="$cache/kwok/$kwok_version/kwok" tmp
-	if [[ ! -x $out ]]; then
-		echo "building kwok $kwok_version into $out" >&2
+	local out="$cache/kwok/$kwok_version/kwok" crds="$cache/kwok/$kwok_version/crds" tmp dir
+	if [[ ! -x $out || ! -d $crds ]]; then
+		echo "building kwok $kwok_version and copying its CRDs into $(dirname "$out")" >&2
 		mktmp kwok
 		GOBIN="$tmp" go install \
 			-ldflags "-X sigs.k8s.io/kwok/pkg/consts.Version=${kwok_version#v}" \
 			"sigs.k8s.io/kwok/cmd/kwok@$kwok_version"
-		mkdir -p "$(dirname "$out")"
+		dir="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$kwok_version/kustomize/crd/bases"
+		mkdir -p "$tmp/crds" "$(dirname "$out")"
+		cp "$dir"/*.yaml "$tmp/crds/"
 		mv -f "$tmp/kwok" "$out"
+		rm -rf "$crds"
+		mv "$tmp/crds" "$crds"
 	fi
-	echo "$out"
+	case $1 in
+	kwok) echo "$out" ;;
+	kwok-crds) echo "$crds" ;;
+	esac
 }
 
 # build_olm NAME: OLM's olm or catalog binary, or olm-crds (the directory of OLM's CRDs), at
@@ -183,7 +192,7 @@ tool() {
 		;;
 	kube-apiserver | kube-controller-manager | kube-scheduler) build_kube "$1" ;;
 	etcd) build_etcd ;;
-	kwok) build_kwok ;;
+	kwok | kwok-crds) build_kwok "$1" ;;
 	olm | catalog | olm-crds) build_olm "$1" ;;
 	openshift-crds)
 		local v dir

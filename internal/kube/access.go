@@ -13,11 +13,14 @@ import (
 // Permission is one verb on one resource, in a namespace or, when Namespace is empty, in
 // every namespace or cluster-wide.
 type Permission struct {
-	Verb, Group, Resource, Namespace string
+	Verb, Group, Resource, Subresource, Namespace string
 }
 
 func (p Permission) String() string {
 	resource := p.Resource
+	if p.Subresource != "" {
+		resource += "/" + p.Subresource
+	}
 	if p.Group != "" {
 		resource += "." + p.Group
 	}
@@ -36,7 +39,7 @@ func CheckAccess(ctx context.Context, client kubernetes.Interface, permissions [
 	for _, p := range permissions {
 		review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: p.Verb, Group: p.Group, Resource: p.Resource, Namespace: p.Namespace,
+				Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace,
 			}},
 		}, metav1.CreateOptions{})
 		if err != nil {

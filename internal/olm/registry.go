@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
 )
 
 // Registry is a connection to a catalog's gRPC registry, the API OLM itself resolves from.
@@ -24,43 +30,78 @@ type Registry struct {
 	Name   string
 	conn   *grpc.ClientConn
 	client api.RegistryClient
+	// stopForward ends the port-forward the connection goes through, if any.
+	stopForward func()
 }
 
-// DialRegistry connects to the registry of a CatalogSource. address overrides where the
-// registry is reached, for catalogs served in the cluster and port-forwarded to the caller.
-func DialRegistry(ctx context.Context, cs *operatorsv1alpha1.CatalogSource, address string) (*Registry, error) {
-	name := cs.Namespace + "/" + cs.Name
+// CatalogSourceLabel is the label OLM puts on the registry pod it runs for a CatalogSource.
+const CatalogSourceLabel = "olm.catalogSource"
+
+// defaultRegistryPort is where OLM's registry pods serve gRPC.
+const defaultRegistryPort = 50051
+
+// NeedsPortForward is true for a CatalogSource whose registry runs in the cluster, behind a
+// Service only reachable from inside it.
+func NeedsPortForward(cs *operatorsv1alpha1.CatalogSource) bool { return cs.Spec.Address == "" }
+
+// DialRegistry connects to the registry of a CatalogSource: at address when given, else at the
+// CatalogSource's spec.address, else through a port-forward to the registry pod OLM runs for
+// it, which works from inside and outside the cluster alike.
+func DialRegistry(ctx context.Context, c client.Reader, config *rest.Config, cs *operatorsv1alpha1.CatalogSource, address string) (*Registry, error) {
+	r := &Registry{Name: cs.Namespace + "/" + cs.Name, stopForward: func() {}}
 	if address == "" {
 		address = cs.Spec.Address
 	}
-	if address == "" && cs.Status.RegistryServiceStatus != nil {
-		address = cs.Status.RegistryServiceStatus.Address()
-	}
 	if address == "" {
-		return nil, fmt.Errorf("CatalogSource %s reports no registry address", name)
+		pod, port, err := registryPod(ctx, c, cs)
+		if err != nil {
+			return nil, err
+		}
+		if address, r.stopForward, err = kube.PortForward(ctx, config, cs.Namespace, pod, port); err != nil {
+			return nil, fmt.Errorf("reaching the registry of CatalogSource %s: %w", r.Name, err)
+		}
 	}
 	conn, err := grpc.NewClient(address, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		return nil, fmt.Errorf("connecting to the registry of CatalogSource %s at %s: %w", name, address, err)
+		r.stopForward()
+		return nil, fmt.Errorf("connecting to the registry of CatalogSource %s at %s: %w", r.Name, address, err)
 	}
-	r := &Registry{Name: name, conn: conn, client: api.NewRegistryClient(conn)}
+	r.conn, r.client = conn, api.NewRegistryClient(conn)
 	probe, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := r.client.ListPackages(probe, &api.ListPackageRequest{}); err != nil {
-		conn.Close()
-		hint := ""
-		if cs.Spec.Address == "" && cs.Status.RegistryServiceStatus != nil {
-			svc := cs.Status.RegistryServiceStatus
-			hint = fmt.Sprintf("; the registry is a Service inside the cluster: run `kubectl port-forward -n %s svc/%s 50051:%s` and pass --registry-address 127.0.0.1:50051",
-				svc.ServiceNamespace, svc.ServiceName, svc.Port)
-		}
-		return nil, fmt.Errorf("asking the registry of CatalogSource %s at %s: %w%s", name, address, err, hint)
+		r.Close()
+		return nil, fmt.Errorf("asking the registry of CatalogSource %s at %s: %w", r.Name, address, err)
 	}
 	return r, nil
 }
 
-// Close closes the connection.
-func (r *Registry) Close() error { return r.conn.Close() }
+// registryPod finds a running registry pod of a CatalogSource, and the port it serves on.
+func registryPod(ctx context.Context, c client.Reader, cs *operatorsv1alpha1.CatalogSource) (string, int, error) {
+	port := defaultRegistryPort
+	if svc := cs.Status.RegistryServiceStatus; svc != nil && svc.Port != "" {
+		if p, err := strconv.Atoi(svc.Port); err == nil {
+			port = p
+		}
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(cs.Namespace), client.MatchingLabels{CatalogSourceLabel: cs.Name}); err != nil {
+		return "", 0, fmt.Errorf("looking for the registry pod of CatalogSource %s/%s: %w", cs.Namespace, cs.Name, err)
+	}
+	for _, pod := range pods.Items {
+		if pod.Status.Phase == corev1.PodRunning && pod.DeletionTimestamp == nil {
+			return pod.Name, port, nil
+		}
+	}
+	return "", 0, fmt.Errorf("CatalogSource %s/%s has no address and no running registry pod (label %s=%s): pass --registry-address host:port of its registry",
+		cs.Namespace, cs.Name, CatalogSourceLabel, cs.Name)
+}
+
+// Close closes the connection and any port-forward under it.
+func (r *Registry) Close() {
+	r.conn.Close()
+	r.stopForward()
+}
 
 // Upgrade is what a catalog offers an installed CSV: the channel's head, and the bundle whose
 // replaces, skips or skipRange lets OLM leave the installed CSV.

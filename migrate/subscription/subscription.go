@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
@@ -72,7 +73,7 @@ to put the Subscription back on its original catalog.`,
 	f.StringVar(&m.Source, "source", "certified-operators", "target CatalogSource")
 	f.StringVar(&m.SourceNamespace, "source-namespace", "openshift-marketplace", "namespace of the target CatalogSource")
 	f.StringVar(&m.Channel, "channel", "", "target channel (default: the Subscription's channel, or the package's default channel when the target has no such channel)")
-	f.StringVar(&m.RegistryAddress, "registry-address", "", "host:port of the target catalog's registry, when it is only reachable through a port-forward")
+	f.StringVar(&m.RegistryAddress, "registry-address", "", "host:port of the target catalog's registry (default: its spec.address, else a port-forward to its registry pod)")
 	m.Bind(cmd, 10*time.Minute)
 	return cmd
 }
@@ -123,11 +124,11 @@ func (m *Migrate) Run(ctx context.Context) error {
 	}
 	// Reading the cluster needs these permissions too: check them all before planning, so that
 	// a user who lacks some learns every one at once.
-	if err := kube.CheckAccess(ctx, mig.Kube, permissions(mig.Namespace)); err != nil {
+	if err := kube.CheckAccess(ctx, mig.Kube, m.permissions(ctx, mig)); err != nil {
 		return err
 	}
 	if mig.Journal == nil {
-		if plan, err = m.plan(ctx, mig.Client, mig.Subscription); err != nil {
+		if plan, err = m.plan(ctx, mig.Client, config, mig.Subscription); err != nil {
 			return err
 		}
 	}
@@ -152,8 +153,9 @@ func (m *Migrate) Run(ctx context.Context) error {
 	return m.remind(ctx, mig.Client)
 }
 
-func permissions(namespace string) []kube.Permission {
-	return []kube.Permission{
+func (m *Migrate) permissions(ctx context.Context, mig *migration.Migration) []kube.Permission {
+	namespace := mig.Namespace
+	ps := []kube.Permission{
 		{Verb: "get", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "update", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
@@ -164,6 +166,15 @@ func permissions(namespace string) []kube.Permission {
 		{Verb: "list", Group: sharedvolumev1alpha1.GroupVersion.Group, Resource: "sharedvolumes"},
 		{Verb: "get", Group: operatorv1.GroupName, Resource: "clustercsidrivers"},
 	}
+	// Planning asks the target catalog; one served in the cluster is reached by port-forward.
+	var cs operatorsv1alpha1.CatalogSource
+	key := client.ObjectKey{Namespace: m.SourceNamespace, Name: m.Source}
+	if mig.Journal == nil && m.RegistryAddress == "" && mig.Client.Get(ctx, key, &cs) == nil && olm.NeedsPortForward(&cs) {
+		ps = append(ps,
+			kube.Permission{Verb: "list", Resource: "pods", Namespace: m.SourceNamespace},
+			kube.Permission{Verb: "create", Resource: "pods", Subresource: "portforward", Namespace: m.SourceNamespace})
+	}
+	return ps
 }
 
 // checkRecordedTarget refuses to resume an earlier run towards another target.
@@ -181,7 +192,7 @@ func (m *Migrate) checkRecordedTarget(j *migration.Journal, plan *Plan) error {
 
 // plan asks the target catalog how the Subscription's CSV upgrades, and records what must
 // keep working.
-func (m *Migrate) plan(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription) (*Plan, error) {
+func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config, sub *operatorsv1alpha1.Subscription) (*Plan, error) {
 	ref := sub.Namespace + "/" + sub.Name
 	switch {
 	case sub.Status.InstalledCSV == "":
@@ -207,7 +218,7 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, sub *operatorsv1alp
 	if err != nil {
 		return nil, err
 	}
-	registry, err := olm.DialRegistry(ctx, cs, m.RegistryAddress)
+	registry, err := olm.DialRegistry(ctx, c, config, cs, m.RegistryAddress)
 	if err != nil {
 		return nil, err
 	}

@@ -181,6 +181,14 @@ func TestMigrateRefusesBadInput(t *testing.T) {
 		run:  migrateSub(func(m *subscription.Migrate) { m.Config = viewer; m.DryRun = false }),
 		want: []string{"you lack", "update subscriptions.operators.coreos.com in namespace operators", "create configmaps in namespace operators", "nothing was changed"},
 	}, {
+		name: "user lacks the port-forward to a catalog served in the cluster",
+		setup: create(&operatorsv1alpha1.CatalogSource{
+			ObjectMeta: metav1.ObjectMeta{Namespace: testbed.OLMNamespace, Name: "in-cluster"},
+			Spec:       operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Image: "registry.example/index:v1"},
+		}),
+		run:  migrateSub(func(m *subscription.Migrate) { m.Config = viewer; m.Source = "in-cluster"; m.DryRun = false }),
+		want: []string{"you lack", "list pods in namespace olm", "create pods/portforward in namespace olm"},
+	}, {
 		name: "user lacks RBAC for cso",
 		run:  migrateCSO(func(m *cso.Migrate) { m.Config = viewer; m.DryRun = false }),
 		want: []string{"you lack", "delete subscriptions.operators.coreos.com in namespace operators", "delete awsebsdrivers.csi.openshift.io in every namespace"},

@@ -81,10 +81,21 @@ func (s *Stack) startNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// kwok's lease must outlive the node monitor grace period, else the node flaps NotReady.
+	// kwok reads port-forward targets from its PortForward objects (ForwardPodPort).
+	kwokCRDs, err := ReadCRDDir(s.opts.Tools.KwokCRDs)
+	if err != nil {
+		return err
+	}
+	if err := InstallCRDs(ctx, s.Client, kwokCRDs...); err != nil {
+		return err
+	}
+	// kwok's lease must outlive the node monitor grace period, else the node flaps NotReady. The
+	// node port makes kwok publish its server as the node's kubelet, so the API server sends
+	// port-forwards there.
 	kwok, err := s.start("kwok", nil, s.opts.Tools.Kwok,
 		"--kubeconfig="+s.Kubeconfig, "--manage-all-nodes=true", "--node-lease-duration-seconds=40",
-		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort), "--node-ip=127.0.0.1", "--cidr=10.244.0.0/16")
+		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort), "--node-port="+strconv.Itoa(kwokPort),
+		"--enable-crds=PortForward", "--node-ip=127.0.0.1", "--cidr=10.244.0.0/16")
 	if err != nil {
 		return err
 	}

@@ -13,8 +13,8 @@ import (
 type Tools struct {
 	Etcd, APIServer, ControllerManager, Scheduler, Kwok string
 	OLM, Catalog, Opm                                   string
-	// OLMCRDs and OpenShiftCRDs are directories of CRD manifests.
-	OLMCRDs, OpenShiftCRDs string
+	// KwokCRDs, OLMCRDs and OpenShiftCRDs are directories of CRD manifests.
+	KwokCRDs, OLMCRDs, OpenShiftCRDs string
 }
 
 // toolNames maps hack/tools.sh names to the fields they fill.
@@ -22,7 +22,7 @@ func (t *Tools) toolNames() map[string]*string {
 	return map[string]*string{
 		"etcd": &t.Etcd, "kube-apiserver": &t.APIServer, "kube-controller-manager": &t.ControllerManager,
 		"kube-scheduler": &t.Scheduler, "kwok": &t.Kwok, "olm": &t.OLM, "catalog": &t.Catalog, "opm": &t.Opm,
-		"olm-crds": &t.OLMCRDs, "openshift-crds": &t.OpenShiftCRDs,
+		"kwok-crds": &t.KwokCRDs, "olm-crds": &t.OLMCRDs, "openshift-crds": &t.OpenShiftCRDs,
 	}
 }
 
@@ -78,7 +78,7 @@ func repoRoot() (string, error) {
 func (t Tools) check(level Level) error {
 	need := map[string]string{"etcd": t.Etcd, "kube-apiserver": t.APIServer}
 	if level >= Full {
-		need["kube-controller-manager"], need["kube-scheduler"], need["kwok"] = t.ControllerManager, t.Scheduler, t.Kwok
+		need["kube-controller-manager"], need["kube-scheduler"], need["kwok"], need["kwok-crds"] = t.ControllerManager, t.Scheduler, t.Kwok, t.KwokCRDs
 	}
 	if level >= OLM {
 		need["olm"], need["catalog"], need["olm-crds"] = t.OLM, t.Catalog, t.OLMCRDs

@@ -1,0 +1,75 @@
+package olm_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/testutil"
+	"github.com/csi-olm/csi-olm/test/testbed"
+)
+
+// TestRegistryThroughPortForward asks a catalog served in the "cluster" the way an admin's
+// workstation must: the CatalogSource has no address, so the registry is reached by a
+// port-forward to its registry pod through the API server (kwok plays the node and forwards to
+// the real opm serve), and the upgrade edges come back over gRPC.
+func TestRegistryThroughPortForward(t *testing.T) {
+	s := testbed.StartT(t, testbed.Full)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	crds, err := testbed.ReadCRDDir(s.Tools().OLMCRDs)
+	must(t, err)
+	must(t, testbed.InstallCRDs(ctx, s.Client, crds...))
+	addr, err := s.ServeCatalog(ctx, "certified", filepath.Join("..", "..", "catalog", "certified"))
+	must(t, err)
+
+	const ns, name = "openshift-marketplace", "certified-operators"
+	must(t, s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	cs := &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Image: "registry.example/certified-index:v4.11"},
+	}
+	must(t, s.Client.Create(ctx, cs))
+	if !olm.NeedsPortForward(cs) {
+		t.Fatal("an image-based CatalogSource needs a port-forward")
+	}
+	// Without a registry pod there is nothing to forward to, and the error says what to do.
+	if _, err := olm.DialRegistry(ctx, s.Client, s.Config, cs, ""); err == nil || !strings.Contains(err.Error(), "no running registry pod (label olm.catalogSource=certified-operators): pass --registry-address") {
+		t.Errorf("DialRegistry without a pod: %v", err)
+	}
+
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-abcde", Labels: map[string]string{olm.CatalogSourceLabel: name}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "registry-server", Image: cs.Spec.Image, Ports: []corev1.ContainerPort{{Name: "grpc", ContainerPort: 50051}},
+		}}},
+	}
+	must(t, s.Client.Create(ctx, pod))
+	must(t, s.ForwardPodPort(ctx, ns, pod.Name, 50051, addr))
+	var registry *olm.Registry
+	must(t, testutil.Eventually(ctx, "the registry through a port-forward", func(ctx context.Context) error {
+		r, err := olm.DialRegistry(ctx, s.Client, s.Config, cs, "")
+		registry = r
+		return err
+	}))
+	defer registry.Close()
+	up, err := registry.FindUpgrade(ctx, "aws-efs-operator", "stable", "aws-efs-operator.v0.0.8", "0.0.8")
+	must(t, err)
+	if up.Head != "aws-efs-csi-driver-operator.v4.11.0" || up.Edge != up.Head {
+		t.Errorf("upgrade through the port-forward = %+v", up)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
