@@ -13,7 +13,6 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -273,14 +272,4 @@ Both drivers register the same CSI name, ebs.csi.aws.com, on every node. Once th
   2. remove the OLM-era driver: kubectl delete namespace %s
 Attached and mounted EBS volumes are not affected: a PersistentVolume names the CSI driver, not its namespace.
 `, csoNamespace, strings.Join(old, "\n"), csoNamespace, ebs.NodeName, ebs.OperandNamespace)
-}
-
-// podsOf counts the pods a Deployment's selector matches.
-func podsOf(ctx context.Context, c client.Client, namespace string, selector map[string]string) (int, error) {
-	if len(selector) == 0 {
-		return 0, nil
-	}
-	var pods corev1.PodList
-	err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(selector))
-	return len(pods.Items), err
 }

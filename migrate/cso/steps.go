@@ -8,6 +8,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -167,4 +168,14 @@ func operandsIntact(ctx context.Context, c client.Client, plan *Plan) error {
 		return fmt.Errorf("operands were disturbed during the migration: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// podsOf counts the pods a Deployment's selector matches.
+func podsOf(ctx context.Context, c client.Client, namespace string, selector map[string]string) (int, error) {
+	if len(selector) == 0 {
+		return 0, nil
+	}
+	var pods corev1.PodList
+	err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(selector))
+	return len(pods.Items), err
 }
