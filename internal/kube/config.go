@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -26,12 +27,29 @@ func Config(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// ConfigOr returns config when it is set, else loads kubeconfig as Config does.
-func ConfigOr(config *rest.Config, kubeconfig string) (*rest.Config, error) {
-	if config != nil {
-		return config, nil
+// ClusterOptions are what every verb that reads or changes a cluster takes: where the cluster
+// is, and whether it may change it.
+type ClusterOptions struct {
+	Kubeconfig string
+	// DryRun prints what would be done and changes nothing.
+	DryRun bool
+	// Config, when set, is used instead of Kubeconfig.
+	Config *rest.Config
+}
+
+// Bind registers --kubeconfig and --dry-run, which defaults to true: these verbs change
+// production clusters, so changing one is asked for explicitly.
+func (o *ClusterOptions) Bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", true, "print the plan without changing anything")
+}
+
+// RESTConfig returns Config when it is set, else loads Kubeconfig as Config does.
+func (o *ClusterOptions) RESTConfig() (*rest.Config, error) {
+	if o.Config != nil {
+		return o.Config, nil
 	}
-	return Config(kubeconfig)
+	return Config(o.Kubeconfig)
 }
 
 // FindDeployment returns a Deployment with one of the names, in any namespace, or nil.

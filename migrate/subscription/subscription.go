@@ -108,7 +108,7 @@ func (m *Migrate) Run(ctx context.Context) error {
 	if err := migration.CheckFormat(m.Output); err != nil {
 		return err
 	}
-	config, err := kube.ConfigOr(m.Config, m.Kubeconfig)
+	config, err := m.RESTConfig()
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/operator"
@@ -26,12 +25,8 @@ const finalizerPrefix = operator.OperatorName + ".operator.openshift.io/"
 
 // Release removes the operator's finalizers from the CR.
 type Release struct {
-	Kubeconfig string
-	// DryRun prints what would be done and changes nothing.
-	DryRun bool
-	// Config, when set, is used instead of Kubeconfig.
-	Config *rest.Config
-	Out    io.Writer
+	kube.ClusterOptions
+	Out io.Writer
 }
 
 // NewCommand returns the cobra command of the verb.
@@ -53,14 +48,13 @@ every volume. It only prints its plan unless --dry-run=false.`,
 			return r.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&r.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	cmd.Flags().BoolVar(&r.DryRun, "dry-run", true, "print the plan without changing anything")
+	r.Bind(cmd)
 	return cmd
 }
 
 // Run checks the operator is gone and releases the finalizers.
 func (r *Release) Run(ctx context.Context) error {
-	config, err := kube.ConfigOr(r.Config, r.Kubeconfig)
+	config, err := r.RESTConfig()
 	if err != nil {
 		return err
 	}

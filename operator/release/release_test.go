@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/operator/release"
 	"github.com/csi-olm/csi-olm/test/testbed"
@@ -42,7 +43,7 @@ func TestReleaseFinalizer(t *testing.T) {
 	}
 	run := func(dryRun bool) (string, error) {
 		var out bytes.Buffer
-		err := (&release.Release{Config: s.Config, DryRun: dryRun, Out: &out}).Run(ctx)
+		err := (&release.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: dryRun}, Out: &out}).Run(ctx)
 		return out.String(), err
 	}
 	finalizers := func() []string {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -26,12 +25,10 @@ var operatorDeployments = []string{"aws-efs-csi-driver-operator", "aws-efs-opera
 
 // Release removes the SharedVolume finalizer.
 type Release struct {
-	Kubeconfig string
-	DryRun     bool
+	kube.ClusterOptions
 	// All releases every SharedVolume, not only those being deleted.
-	All    bool
-	Config *rest.Config
-	Out    io.Writer
+	All bool
+	Out io.Writer
 }
 
 // NewCommand returns the cobra command of the verb.
@@ -53,15 +50,14 @@ aws-efs-operator in any namespace). Only prints its plan unless --dry-run=false.
 			return r.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&r.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	cmd.Flags().BoolVar(&r.DryRun, "dry-run", true, "print the plan without changing anything")
+	r.Bind(cmd)
 	cmd.Flags().BoolVar(&r.All, "all", false, "release every SharedVolume, not only those being deleted")
 	return cmd
 }
 
 // Run checks no controller runs, then releases the finalizers.
 func (r *Release) Run(ctx context.Context) error {
-	config, err := kube.ConfigOr(r.Config, r.Kubeconfig)
+	config, err := r.RESTConfig()
 	if err != nil {
 		return err
 	}

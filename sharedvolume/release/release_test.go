@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
@@ -53,7 +54,7 @@ func TestReleaseSharedVolumes(t *testing.T) {
 	run := func(dryRun bool) string {
 		t.Helper()
 		var out bytes.Buffer
-		if err := (&release.Release{Config: s.Config, DryRun: dryRun, Out: &out}).Run(ctx); err != nil {
+		if err := (&release.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: dryRun}, Out: &out}).Run(ctx); err != nil {
 			t.Fatal(err)
 		}
 		return out.String()

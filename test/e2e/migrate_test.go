@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/cso"
@@ -41,7 +42,7 @@ func migrateCSO(ctx context.Context, s *testbed.Stack, driver string, dryRun boo
 }
 
 func options(s *testbed.Stack, dryRun bool, out *bytes.Buffer) migrate.Options {
-	return migrate.Options{Config: s.Config, DryRun: dryRun, Output: "text", Timeout: 2 * time.Minute, Out: out, Progress: out}
+	return migrate.Options{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: dryRun}, Output: "text", Timeout: 2 * time.Minute, Out: out, Progress: out}
 }
 
 func TestMigrateSubscription(t *testing.T) {
