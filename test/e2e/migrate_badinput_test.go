@@ -18,7 +18,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/migrate/cso"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
 	"github.com/csi-olm/csi-olm/test/testbed"
@@ -82,9 +81,7 @@ func TestMigrateRefusesBadInput(t *testing.T) {
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	s, c := f.stack, f.stack.Client
-	must(t, f.subscribe(ctx, efsPackage, "stable", communitySource))
-	_, err := testbed.WaitForSubscription(ctx, c, testbed.OperatorsNamespace, efsPackage, "AtLatestKnown", olm.AtLatestKnown(communityHeadCSV))
-	must(t, err)
+	f.installCommunity(ctx, t)
 	ebs := olmEraDrivers()[0]
 	installOLMEraDrivers(ctx, t, f, ebs)
 	serveEdgelessCatalog(ctx, t, s, "edgeless")
@@ -226,16 +223,14 @@ func TestMigrateSubscriptionFailureSaysHowToRestore(t *testing.T) {
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	c := f.stack.Client
-	must(t, f.subscribe(ctx, efsPackage, "stable", communitySource))
-	_, err := testbed.WaitForSubscription(ctx, c, testbed.OperatorsNamespace, efsPackage, "AtLatestKnown", olm.AtLatestKnown(communityHeadCSV))
-	must(t, err)
+	f.installCommunity(ctx, t)
 	var original operatorsv1alpha1.Subscription
 	must(t, c.Get(ctx, client.ObjectKey{Namespace: testbed.OperatorsNamespace, Name: efsPackage}, &original))
 
 	var out bytes.Buffer
 	opts := options(f.stack, false, &out)
 	opts.Timeout = time.Millisecond
-	err = (&subscription.Migrate{Options: opts, Source: certifiedSource, SourceNamespace: testbed.OLMNamespace}).Run(ctx)
+	err := (&subscription.Migrate{Options: opts, Source: certifiedSource, SourceNamespace: testbed.OLMNamespace}).Run(ctx)
 	if err == nil {
 		t.Fatalf("the upgrade cannot finish in 1ms, yet the migration succeeded:\n%s", out.String())
 	}

@@ -41,10 +41,7 @@ type sharedVolume struct {
 func installCommunityEFS(ctx context.Context, t testing.TB, f *olmFixture) *communityEFS {
 	t.Helper()
 	c, ns := f.stack.Client, testbed.OperatorsNamespace
-	must(t, f.subscribe(ctx, efsPackage, "stable", communitySource))
-	_, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+communityHeadCSV, olm.AtLatestKnown(communityHeadCSV))
-	must(t, err)
-	must(t, testbed.WaitForCSV(ctx, c, ns, communityHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded))
+	f.installCommunity(ctx, t)
 	objects, err := fixture.CommunityDriver(ctx, c, ns)
 	must(t, err)
 	e := &communityEFS{olmFixture: f, driver: objects[len(objects)-1].(*appsv1.DaemonSet)}

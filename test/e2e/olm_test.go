@@ -60,6 +60,22 @@ func (f *olmFixture) subscribe(ctx context.Context, pkg, channel, source string)
 	})
 }
 
+// installCommunity subscribes to the community aws-efs-operator, as its users did, and waits
+// until OLM installed its head, v0.0.8.
+func (f *olmFixture) installCommunity(ctx context.Context, t testing.TB) {
+	t.Helper()
+	c, ns := f.stack.Client, testbed.OperatorsNamespace
+	if err := f.subscribe(ctx, efsPackage, "stable", communitySource); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+communityHeadCSV, olm.AtLatestKnown(communityHeadCSV)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WaitForCSV(ctx, c, ns, communityHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // switchSource edits only spec.source, as DESIGN.md §4 documents for admins.
 func (f *olmFixture) switchSource(ctx context.Context) error {
 	var sub operatorsv1alpha1.Subscription
@@ -80,15 +96,7 @@ func TestInstallAndSourceSwitch(t *testing.T) {
 	c := f.stack.Client
 	ns := testbed.OperatorsNamespace
 
-	if err := f.subscribe(ctx, efsPackage, "stable", communitySource); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+communityHeadCSV, olm.AtLatestKnown(communityHeadCSV)); err != nil {
-		t.Fatal(err)
-	}
-	if err := testbed.WaitForCSV(ctx, c, ns, communityHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
-		t.Fatal(err)
-	}
+	f.installCommunity(ctx, t)
 	if err := testbed.WaitForDeploymentAvailable(ctx, c, ns, "aws-efs-operator"); err != nil {
 		t.Fatal(err)
 	}
