@@ -1,12 +1,10 @@
-// Package migrate holds what the `csi-olm migrate` verbs share on their command line; the verbs
-// are its subpackages.
+// Package migrate holds the options every `csi-olm migrate` verb takes; the verbs are its
+// subpackages.
 package migrate
 
 import (
 	"io"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 )
@@ -20,16 +18,4 @@ type Options struct {
 	Timeout time.Duration
 	// Out receives the plan and the outcome, Progress the steps as they run.
 	Out, Progress io.Writer
-}
-
-// Bind registers the shared flags on a verb's command, and points the outputs at the
-// command's when it runs.
-func (o *Options) Bind(cmd *cobra.Command, timeout time.Duration) {
-	o.ClusterOptions.Bind(cmd)
-	f := cmd.Flags()
-	f.StringVarP(&o.Output, "output", "o", "text", "plan format: text, yaml or json")
-	f.DurationVar(&o.Timeout, "timeout", timeout, "how long to wait for OLM at each step")
-	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
-		o.Out, o.Progress = cmd.OutOrStdout(), cmd.ErrOrStderr()
-	}
 }

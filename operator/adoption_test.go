@@ -17,7 +17,7 @@ import (
 	communitycrd "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 const communityLabel = fixture.CommunityLabel

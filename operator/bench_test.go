@@ -17,10 +17,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // waitAll waits until every object exists, polling every 20ms, and returns when the last appeared.

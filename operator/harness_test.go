@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // The namespace the operator runs in, as OperatorHub suggests.
@@ -34,7 +34,7 @@ type harness struct {
 
 func newHarness(t testing.TB, level testbed.Level, opts testbed.OpenShiftOptions) *harness {
 	t.Helper()
-	s := testbed.StartT(t, level)
+	s := testutil.StartTestBed(t, level)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.InstallOpenShift(ctx, opts); err != nil {

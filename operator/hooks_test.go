@@ -18,7 +18,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // TestClusterSettingsReachTheDriver checks library-go's hooks end to end: the cluster proxy and

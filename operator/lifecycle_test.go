@@ -19,7 +19,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // newManaged starts a stack with the operator and a Managed CR, and waits for the driver's

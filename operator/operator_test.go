@@ -20,7 +20,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 func unstructuredOf(gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {

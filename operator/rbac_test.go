@@ -19,7 +19,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // headCSV is the supported operator's newest bundle: its permissions are what OLM grants.

@@ -9,7 +9,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
-	"github.com/csi-olm/csi-olm/internal/testutil"
+	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
 // TestOpmRendersCommittedBundles feeds every committed bundle to the real opm, the tool that

@@ -11,7 +11,7 @@ import (
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/generate"
-	"github.com/csi-olm/csi-olm/internal/testutil"
+	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
 func TestGenerateWritesEveryBundle(t *testing.T) {

@@ -19,11 +19,9 @@ import (
 	"github.com/distribution/reference"
 	"github.com/operator-framework/operator-registry/alpha/action/migrations"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
-	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/catalog/check"
+	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
 )
 
@@ -40,36 +38,6 @@ type Generate struct {
 	BundleImage string
 	Operators   []definition.Operator
 	Out         io.Writer
-}
-
-// NewCommand returns the cobra command of the verb.
-func NewCommand() *cobra.Command {
-	g := &Generate{}
-	cmd := &cobra.Command{
-		Use:   "generate",
-		Short: "Write the community and certified file-based catalogs",
-		Long: `Renders every bundle directory with operator-registry (no image pulls) and writes two
-file-based catalogs with declcfg: <output>/community (the community aws-efs-operator) and
-<output>/certified (the supported EFS operator in the same package and channels, AWS EBS and
-Manila), each with the <output>/<catalog>.Dockerfile that opm generates for catalog images.
-
-Channel entries carry replaces, skips and skipRange as the definitions say. Offline catalogs
-(the default) leave bundle images empty and embed the manifests, which OLM installs with no
-registry; --bundle-image writes published catalogs whose bundles point at images.
-
-The catalogs are validated in memory (opm's rules, the graph checks, the community->certified
-upgrade) before anything is written; on any problem nothing is written.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			g.Operators = drivers.All()
-			g.Out = cmd.OutOrStdout()
-			return g.Run(cmd.Context())
-		},
-	}
-	cmd.Flags().StringVar(&g.BundleDir, "bundles", "bundle", "directory of the bundle directories (<package>/<version>/)")
-	cmd.Flags().StringVar(&g.OutputDir, "output", "catalog", "directory that receives the catalogs")
-	cmd.Flags().StringVar(&g.BundleImage, "bundle-image", "", "bundle image template for published catalogs, e.g. 'registry.example/{{.Package}}-bundle:v{{.Version}}'")
-	return cmd
 }
 
 // catalogOrder lists the catalogs in the order they are built: the community one first, because
@@ -190,19 +158,19 @@ func bundleImage(tmpl *template.Template, pkg, name, version string) (string, er
 
 // validate checks the catalogs as `catalog validate --community` would, before anything is written.
 func (g *Generate) validate(configs map[definition.Catalog]*declcfg.DeclarativeConfig) error {
-	var community *check.Catalog
+	var community *validation.Catalog
 	var failures []string
 	for _, name := range catalogOrder {
 		cfg, ok := configs[name]
 		if !ok {
 			continue
 		}
-		c := check.FromConfig(cfg, filepath.Join(g.OutputDir, string(name)), ".json")
-		opts := check.Options{Community: community}
+		c := validation.FromConfig(cfg, filepath.Join(g.OutputDir, string(name)), ".json")
+		opts := validation.Options{Community: community}
 		if g.BundleImage == "" {
-			opts.Bundles = &check.BundleSource{FS: os.DirFS(g.BundleDir), Dir: g.BundleDir}
+			opts.Bundles = &validation.BundleSource{FS: os.DirFS(g.BundleDir), Dir: g.BundleDir}
 		}
-		for _, p := range check.Validate(c, opts) {
+		for _, p := range validation.Check(c, opts) {
 			failures = append(failures, p.String())
 		}
 		if name == definition.Community {

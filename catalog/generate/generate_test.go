@@ -18,7 +18,7 @@ import (
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/catalog/generate"
-	"github.com/csi-olm/csi-olm/internal/testutil"
+	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
 const bundleDir = "../../bundle"

@@ -20,7 +20,7 @@ import (
 
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/internal/testutil"
+	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
 // serve runs `opm serve` on a catalog and returns a registry client for it.

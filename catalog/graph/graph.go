@@ -11,9 +11,8 @@ import (
 	"strings"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"github.com/spf13/cobra"
 
-	"github.com/csi-olm/csi-olm/catalog/check"
+	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
 )
 
@@ -34,33 +33,6 @@ type Graph struct {
 	// Dot is the Graphviz binary for svg and png.
 	Dot string
 	Out io.Writer
-}
-
-// NewCommand returns the cobra command of the verb.
-func NewCommand() *cobra.Command {
-	g := &Graph{}
-	cmd := &cobra.Command{
-		Use:   "graph <dir>",
-		Short: "Draw the upgrade graph of each package of a catalog",
-		Long: `Draws each package's upgrade graph per channel: nodes are versions, the channel head is
-bold, replaces edges are solid, skips dashed and skipRange dotted. With --community, community
-versions that edges come from are drawn too (dashed nodes), which shows the source switch.
-
-Formats: dot and mermaid, and svg or png through Graphviz (` + "`dot`" + `; ` + "`make graphviz`" + ` installs it).
-Without --output-dir the first format is printed (svg and png need --output-dir).`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			g.Dir = args[0]
-			g.Out = cmd.OutOrStdout()
-			return g.Run(cmd.Context())
-		},
-	}
-	cmd.Flags().StringVar(&g.Community, "community", "", "community catalog whose versions edges come from")
-	cmd.Flags().StringVar(&g.Package, "package", "", "draw only this package")
-	cmd.Flags().StringSliceVarP(&g.Formats, "format", "f", []string{"dot"}, "formats: "+strings.Join(Formats, ", "))
-	cmd.Flags().StringVarP(&g.OutputDir, "output-dir", "o", "", "write <catalog>-<package>.<ext> files here")
-	cmd.Flags().StringVar(&g.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
-	return cmd
 }
 
 // Run draws the graphs.
@@ -150,7 +122,7 @@ func loadValid(ctx context.Context, dir string) (*declcfg.DeclarativeConfig, err
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("reading catalog: %w", err)
 	}
-	c, problems := check.Load(ctx, os.DirFS(dir), dir)
+	c, problems := validation.Load(ctx, os.DirFS(dir), dir)
 	if len(problems) > 0 {
 		var lines []string
 		for _, p := range problems {

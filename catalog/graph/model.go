@@ -11,7 +11,7 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
-	"github.com/csi-olm/csi-olm/catalog/check"
+	"github.com/csi-olm/csi-olm/catalog/validation"
 )
 
 // EdgeKind is how an upgrade edge is declared.
@@ -85,7 +85,7 @@ func Build(catalogName string, cfg, community *declcfg.DeclarativeConfig) []Pack
 }
 
 func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, versions, foreignVersions map[string]semver.Version, foreign map[string]Node) Channel {
-	head := check.Head(&ch)
+	head := validation.Head(&ch)
 	entries := append([]declcfg.ChannelEntry(nil), ch.Entries...)
 	sort.Slice(entries, func(i, j int) bool { return versions[entries[i].Name].LT(versions[entries[j].Name]) })
 	c := Channel{Name: ch.Name, Default: ch.Name == defaultChannel}
@@ -141,7 +141,7 @@ func bundleVersions(cfg *declcfg.DeclarativeConfig) map[string]map[string]semver
 	out := map[string]map[string]semver.Version{}
 	for i := range cfg.Bundles {
 		b := &cfg.Bundles[i]
-		if v := check.BundleVersion(b); v != nil {
+		if v := validation.BundleVersion(b); v != nil {
 			if out[b.Package] == nil {
 				out[b.Package] = map[string]semver.Version{}
 			}

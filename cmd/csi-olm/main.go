@@ -1,4 +1,5 @@
-// Command csi-olm is the release and migration toolchain of the csi-olm operators.
+// Command csi-olm is the release and migration toolchain of the csi-olm operators. Each verb
+// group lives in its own package here; the verbs call actions of the domain packages.
 package main
 
 import (
@@ -7,14 +8,37 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/csi-olm/csi-olm/internal/cli"
+	"github.com/sirupsen/logrus"
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/bundle"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/catalog"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/dev"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/efs"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/migrate"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/version"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := cli.NewRoot().ExecuteContext(ctx)
+	err := newRoot().ExecuteContext(ctx)
 	stop()
 	if err != nil {
 		os.Exit(1)
 	}
+}
+
+func newRoot() *cobra.Command {
+	// operator-registry's bundle parser logs every optional file it does not find.
+	logrus.SetLevel(logrus.WarnLevel)
+	root := &cobra.Command{
+		Use:   "csi-olm",
+		Short: "Build, check and migrate the OLM packages of OpenShift's optional CSI drivers",
+		Long: `csi-olm generates and validates the OLM bundles and file-based catalogs of the AWS EFS,
+AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between them.`,
+		SilenceUsage: true,
+	}
+	root.AddCommand(version.NewCommand(), bundle.NewCommand(), catalog.NewCommand(), efs.NewCommand(),
+		migrate.NewCommand(), dev.NewCommand())
+	return root
 }

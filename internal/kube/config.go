@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -35,13 +34,6 @@ type ClusterOptions struct {
 	DryRun bool
 	// Config, when set, is used instead of Kubeconfig.
 	Config *rest.Config
-}
-
-// Bind registers --kubeconfig and --dry-run, which defaults to true: these verbs change
-// production clusters, so changing one is asked for explicitly.
-func (o *ClusterOptions) Bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-	cmd.Flags().BoolVar(&o.DryRun, "dry-run", true, "print the plan without changing anything")
 }
 
 // RESTConfig returns Config when it is set, else loads Kubeconfig as Config does.

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/internal/olm"
-	"github.com/csi-olm/csi-olm/internal/testutil"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // TestRegistryThroughPortForward asks a catalog served in the "cluster" the way an admin's
@@ -21,7 +21,7 @@ import (
 // port-forward to its registry pod through the API server (kwok plays the node and forwards to
 // the real opm serve), and the upgrade edges come back over gRPC.
 func TestRegistryThroughPortForward(t *testing.T) {
-	s := testbed.StartT(t, testbed.Full)
+	s := testutil.StartTestBed(t, testbed.Full)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	crds, err := testbed.ReadCRDDir(s.Tools().OLMCRDs)

@@ -18,9 +18,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // waitCount polls until count() reaches want.

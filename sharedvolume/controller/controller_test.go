@@ -14,11 +14,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // bed is a full stack (the controller-manager binds claims) with the SharedVolume CRD.
@@ -30,7 +30,7 @@ type bed struct {
 
 func newBed(t testing.TB) *bed {
 	t.Helper()
-	s := testbed.StartT(t, testbed.Full)
+	s := testutil.StartTestBed(t, testbed.Full)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // appTeam returns a client authenticated as a ServiceAccount of namespace ns that may only

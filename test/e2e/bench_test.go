@@ -9,8 +9,8 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/csi-olm/csi-olm/internal/olm"
-	"github.com/csi-olm/csi-olm/internal/testutil"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // BenchmarkTestBed measures, per iteration, an API-server-only stack's start-up, an OLM stack's
@@ -25,7 +25,7 @@ func BenchmarkTestBed(b *testing.B) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 
 		begin := time.Now()
-		api := testbed.StartT(b, testbed.APIServer)
+		api := testutil.StartTestBed(b, testbed.APIServer)
 		add("apiserver-up-s", time.Since(begin).Seconds())
 		api.Stop()
 

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // helperEnv makes this test binary, run again as a child, act as a test that starts a stack and
@@ -24,7 +25,7 @@ func TestHelperStack(t *testing.T) {
 	if mode == "" {
 		t.Skip("child process of TestCleanExit: runs only when " + helperEnv + " is set")
 	}
-	s := testbed.StartT(t, testbed.APIServer)
+	s := testutil.StartTestBed(t, testbed.APIServer)
 	fmt.Printf("STACK %s\n", s.Dir)
 	switch mode {
 	case "fail":

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // runDir holds every stack this test binary starts; the leak check looks for processes that
@@ -51,7 +52,7 @@ func waitForNoSurvivors(marker string, within time.Duration) []int {
 
 func TestControlPlane(t *testing.T) {
 	t.Parallel()
-	s := testbed.StartT(t, testbed.APIServer)
+	s := testutil.StartTestBed(t, testbed.APIServer)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/migrate/cso"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // serveEdgelessCatalog serves a catalog whose aws-efs-operator stable channel holds only the

@@ -21,7 +21,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/olm"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // communityEFS is a cluster running the community aws-efs-operator v0.0.8, installed by

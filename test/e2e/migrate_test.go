@@ -20,13 +20,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/internal/testutil"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/cso"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // migrateSubscription runs `csi-olm migrate subscription` towards the certified catalog.
@@ -187,7 +187,7 @@ func run(t *testing.T, bin string, s *testbed.Stack, args ...string) string {
 // journal records it, and checks that running the verb again reaches the same end state.
 func TestMigrateResumesAfterKill(t *testing.T) {
 	t.Parallel()
-	bin := testutil.BuildBinary(t, "github.com/csi-olm/csi-olm/cmd/csi-olm")
+	bin := testutil.BuildBinary(t, "github.com/csi-olm/csi-olm/cmd/csi-olm", "csiolm_killhook")
 	subscriptionArgs := []string{"migrate", "subscription", "--source", certifiedSource, "--source-namespace", testbed.OLMNamespace, "--timeout", "2m"}
 	for _, step := range []string{"record", "switch-source", "follow-upgrade", "verify-driver"} {
 		t.Run("subscription/"+step, func(t *testing.T) {

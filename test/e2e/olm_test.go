@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/olm"
-	"github.com/csi-olm/csi-olm/test/testbed"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
 )
 
 const (
@@ -31,7 +32,7 @@ type olmFixture struct {
 
 func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
 	t.Helper()
-	s := testbed.StartT(t, testbed.OLM)
+	s := testutil.StartTestBed(t, testbed.OLM)
 	// The supported CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it.
 	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
 		t.Fatal(err)

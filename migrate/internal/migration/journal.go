@@ -9,10 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -39,11 +37,6 @@ const (
 	InProgress = "InProgress"
 	Completed  = "Completed"
 )
-
-// KillAfterEnv names a step after which the process kills itself with SIGKILL, once the step
-// took effect and before the journal records it: the end-to-end tests use it to prove that
-// every step can be interrupted and resumed. Nothing else sets it.
-const KillAfterEnv = "CSI_OLM_MIGRATE_KILL_AFTER"
 
 const fieldManager = "csi-olm-migrate"
 
@@ -173,10 +166,3 @@ func (j *Journal) update(ctx context.Context, change func(map[string]string)) er
 }
 
 func line(s string) string { return time.Now().UTC().Format(time.RFC3339) + " " + s + "\n" }
-
-func killIfAsked(step string) {
-	if os.Getenv(KillAfterEnv) == step {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // SIGKILL cannot be caught; wait for it to land
-	}
-}

@@ -1,0 +1,110 @@
+package validation_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/csi-olm/csi-olm/test/testutil"
+)
+
+// syntheticCatalog writes packages×versions bundles: each channel is a replaces chain in which
+// every fourth entry skips the release before it and replaces the one before that, and every
+// tenth carries a skipRange over all older versions. Bundles carry what published catalogs do: an image, the package and GVK properties
+// and the CSV metadata OperatorHub shows.
+func syntheticCatalog(tb testing.TB, dir string, packages, versions int) {
+	tb.Helper()
+	description := strings.Repeat("A synthetic operator used to measure catalog validation. ", 20)
+	var cfg declcfg.DeclarativeConfig
+	for p := 0; p < packages; p++ {
+		pkg := fmt.Sprintf("synthetic-%02d", p)
+		cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: pkg, DefaultChannel: "stable"})
+		ch := declcfg.Channel{Schema: declcfg.SchemaChannel, Package: pkg, Name: "stable"}
+		for v := 0; v < versions; v++ {
+			name := fmt.Sprintf("%s.v1.%d.0", pkg, v)
+			entry := declcfg.ChannelEntry{Name: name}
+			if v > 0 {
+				entry.Replaces = fmt.Sprintf("%s.v1.%d.0", pkg, v-1)
+			}
+			if v >= 2 && v%4 == 0 {
+				// Skip a bad release, as OLM's docs show: replace the one before it.
+				entry.Replaces = fmt.Sprintf("%s.v1.%d.0", pkg, v-2)
+				entry.Skips = []string{fmt.Sprintf("%s.v1.%d.0", pkg, v-1)}
+			}
+			if v > 0 && v%10 == 0 {
+				entry.SkipRange = fmt.Sprintf(">=1.0.0 <1.%d.0", v)
+			}
+			ch.Entries = append(ch.Entries, entry)
+			csvMeta, err := json.Marshal(map[string]any{"displayName": pkg, "description": description, "provider": map[string]string{"name": "csi-olm"}})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			cfg.Bundles = append(cfg.Bundles, declcfg.Bundle{
+				Schema: declcfg.SchemaBundle, Package: pkg, Name: name,
+				Image: fmt.Sprintf("quay.io/synthetic/%s-bundle:v1.%d.0", pkg, v),
+				Properties: []property.Property{
+					property.MustBuildPackage(pkg, fmt.Sprintf("1.%d.0", v)),
+					property.MustBuildGVK("synthetic.example.com", "v1", fmt.Sprintf("Kind%02d", p)),
+					{Type: property.TypeCSVMetadata, Value: csvMeta},
+				},
+			})
+		}
+		cfg.Channels = append(cfg.Channels, ch)
+	}
+	if err := declcfg.WriteFS(cfg, dir, declcfg.WriteJSON, ".json"); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// measure runs a command and returns its wall time and peak RSS.
+func measure(tb testing.TB, name string, args ...string) (time.Duration, int64) {
+	tb.Helper()
+	var stderr bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = nil, &stderr
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("%s %v: %v\n%s", name, args, err, stderr.String())
+	}
+	elapsed := time.Since(start)
+	return elapsed, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss * 1024
+}
+
+// BenchmarkValidateVsOpm times `csi-olm catalog validate` (opm's rules plus the graph checks)
+// against `opm validate` on the same synthetic catalog of 2,000 bundles (50 packages × 40
+// versions), alternating the two in each iteration, and reports the medians and their ratios.
+func BenchmarkValidateVsOpm(b *testing.B) {
+	opm := testutil.Opm(b)
+	dir := filepath.Join(b.TempDir(), "synthetic")
+	syntheticCatalog(b, dir, 50, 40)
+	bin := filepath.Join(b.TempDir(), "csi-olm")
+	build := exec.Command("go", "build", "-o", bin, "github.com/csi-olm/csi-olm/cmd/csi-olm")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building csi-olm: %v\n%s", err, out)
+	}
+	var ours, theirs []float64
+	var oursRSS, theirsRSS []float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t, rss := measure(b, bin, "catalog", "validate", dir)
+		ours, oursRSS = append(ours, t.Seconds()), append(oursRSS, float64(rss)/(1<<20))
+		t, rss = measure(b, opm, "validate", dir)
+		theirs, theirsRSS = append(theirs, t.Seconds()), append(theirsRSS, float64(rss)/(1<<20))
+	}
+	b.ReportMetric(testutil.Median(ours), "csi-olm-s")
+	b.ReportMetric(testutil.Median(theirs), "opm-s")
+	b.ReportMetric(testutil.Median(ours)/testutil.Median(theirs), "time-ratio")
+	b.ReportMetric(testutil.Median(oursRSS), "csi-olm-maxrss-MiB")
+	b.ReportMetric(testutil.Median(theirsRSS), "opm-maxrss-MiB")
+	b.ReportMetric(testutil.Median(oursRSS)/testutil.Median(theirsRSS), "rss-ratio")
+	b.ReportMetric(0, "ns/op")
+}

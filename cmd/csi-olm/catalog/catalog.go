@@ -1,0 +1,14 @@
+// Package catalog is the `csi-olm catalog` verb group.
+package catalog
+
+import "github.com/spf13/cobra"
+
+// NewCommand returns the group with its verbs.
+func NewCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "Generate, validate and draw file-based catalogs",
+	}
+	cmd.AddCommand(newGenerate(), newValidate(), newGraph())
+	return cmd
+}

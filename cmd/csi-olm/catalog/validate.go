@@ -1,0 +1,35 @@
+package catalog
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/catalog/validation"
+)
+
+func newValidate() *cobra.Command {
+	v := &validation.Validate{}
+	cmd := &cobra.Command{
+		Use:   "validate <dir>",
+		Short: "Validate a file-based catalog: opm's rules plus upgrade-graph checks",
+		Long: `Applies exactly the rules of ` + "`opm validate`" + ` (declcfg + ConvertToModel, package by package),
+then checks what opm does not: every bundle has an upgrade path to its channel head (through
+replaces, skips or skipRange), every default channel exists and has a head, every skipRange
+parses, every replaces/skips names a real bundle, and deprecations refer to what exists.
+
+--community DIR adds the cross-catalog checks: edges may point into the community catalog, and
+for each package both carry, the head of each community channel is older than this catalog's
+head, which upgrades every community version directly. --bundles DIR checks that embedded bundle
+manifests agree with the bundle directories.
+
+Prints every problem with its package, channel or bundle and file; exits non-zero on errors.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v.Dir = args[0]
+			v.Out = cmd.OutOrStdout()
+			return v.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&v.Community, "community", "", "community catalog directory this catalog's packages upgrade from")
+	cmd.Flags().StringVar(&v.Bundles, "bundles", "", "bundle directory tree the embedded bundle objects must agree with")
+	return cmd
+}

@@ -1,0 +1,37 @@
+package dev
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/testbed"
+	"github.com/csi-olm/csi-olm/testbed/dev"
+)
+
+func newUp() *cobra.Command {
+	u := &dev.Up{}
+	var catalogs []string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a local cluster with OLM, serving the project's catalogs",
+		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (one fake Ready
+node) and OLM as local processes on loopback, installs the OpenShift APIs and singletons the operators read,
+serves each catalog with opm and creates a CatalogSource for it in the olm namespace, then prints
+the KUBECONFIG to use. The cluster keeps running until ` + "`csi-olm dev down`" + `.
+
+By default the catalogs catalog/community and catalog/certified of the working directory are
+served, as CatalogSources community-operators and certified-operators, when they exist.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			u.Out = cmd.OutOrStdout()
+			var err error
+			if u.Catalogs, err = dev.ParseCatalogs(catalogs); err != nil {
+				return err
+			}
+			return u.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&u.Home, "home", dev.Home(), "directory for the cluster's state and data")
+	cmd.Flags().StringVar(&u.Level, "level", testbed.OLM.String(), "how much to run: apiserver, full or olm")
+	cmd.Flags().StringArrayVar(&catalogs, "catalog", nil, "NAME=DIR: serve DIR as CatalogSource NAME (repeatable; replaces the defaults)")
+	return cmd
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func execute(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	out, err := execute(t, "version", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct {
+		Version      string            `json:"version"`
+		GoVersion    string            `json:"goVersion"`
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("version -o json is not JSON: %v\n%s", err, out)
+	}
+	if info.Version == "" || !strings.HasPrefix(info.GoVersion, "go") {
+		t.Errorf("version info = %+v", info)
+	}
+	if _, err := execute(t, "version", "-o", "xml"); err == nil || !strings.Contains(err.Error(), `unknown output format "xml"`) {
+		t.Errorf("version -o xml: err = %v", err)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		out, err := execute(t, "completion", shell)
+		if err != nil {
+			t.Fatalf("completion %s: %v", shell, err)
+		}
+		if !strings.Contains(out, "csi-olm") {
+			t.Errorf("completion %s does not complete csi-olm", shell)
+		}
+	}
+}
+
+func TestVerbsAreWired(t *testing.T) {
+	out, err := execute(t, "bundle", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"generate", "validate"} {
+		if !strings.Contains(out, verb) {
+			t.Errorf("bundle --help lacks %s:\n%s", verb, out)
+		}
+	}
+	if _, err := execute(t, "bundle", "validate"); err == nil {
+		t.Error("bundle validate without a directory succeeded")
+	}
+}
+
+// TestClusterChangingVerbsDefaultToDryRun keeps every verb that changes a cluster safe by default.
+func TestClusterChangingVerbsDefaultToDryRun(t *testing.T) {
+	root := newRoot()
+	for _, path := range [][]string{
+		{"migrate", "subscription"}, {"migrate", "cso"}, {"efs", "release-finalizer"}, {"efs", "release-sharedvolumes"},
+	} {
+		cmd, _, err := root.Find(path)
+		if err != nil {
+			t.Fatalf("%v: %v", path, err)
+		}
+		flag := cmd.Flags().Lookup("dry-run")
+		if flag == nil || flag.DefValue != "true" {
+			t.Errorf("%v: --dry-run must default to true, got %v", path, flag)
+		}
+	}
+}
+
+func TestMigrateRefusesAnUnknownDriverBeforeTouchingACluster(t *testing.T) {
+	// No kubeconfig is needed: the driver is checked first.
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	_, err := execute(t, "migrate", "cso", "--driver", "gce-pd")
+	if err == nil || err.Error() != `unknown driver "gce-pd": use ebs or manila` {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := execute(t, "migrate", "cso"); err == nil || !strings.Contains(err.Error(), `required flag(s) "driver" not set`) {
+		t.Errorf("without --driver: err = %v", err)
+	}
+}

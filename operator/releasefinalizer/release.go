@@ -1,0 +1,99 @@
+// Package release is the `csi-olm efs release-finalizer` verb: it lets ClusterCSIDriver
+// efs.csi.aws.com go once the operator that put its finalizers there is gone for good.
+package releasefinalizer
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/operator"
+)
+
+// finalizerPrefix marks the finalizers of the operator's controllers.
+const finalizerPrefix = operator.OperatorName + ".operator.openshift.io/"
+
+// Release removes the operator's finalizers from the CR.
+type Release struct {
+	kube.ClusterOptions
+	Out io.Writer
+}
+
+// Run checks the operator is gone and releases the finalizers.
+func (r *Release) Run(ctx context.Context) error {
+	config, err := r.RESTConfig()
+	if err != nil {
+		return err
+	}
+	kubeClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	opClient, err := operatorclient.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	cr, err := opClient.OperatorV1().ClusterCSIDrivers().Get(ctx, operator.CRName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		fmt.Fprintf(r.Out, "ClusterCSIDriver %s does not exist: nothing to release\n", operator.CRName)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading ClusterCSIDriver %s: %w", operator.CRName, err)
+	}
+	var ours, kept []string
+	for _, f := range cr.Finalizers {
+		if strings.HasPrefix(f, finalizerPrefix) {
+			ours = append(ours, f)
+		} else {
+			kept = append(kept, f)
+		}
+	}
+	if len(ours) == 0 {
+		fmt.Fprintf(r.Out, "ClusterCSIDriver %s carries no finalizer of the EFS operator: nothing to release\n", operator.CRName)
+		return nil
+	}
+	d, err := kube.FindDeployment(ctx, kubeClient, operator.OperatorName)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		return fmt.Errorf("the EFS operator is still installed (Deployment %s/%s): it removes its finalizers itself; "+
+			"deleting the ClusterCSIDriver removes the driver once no EFS PersistentVolume is left", d.Namespace, d.Name)
+	}
+	fmt.Fprintf(r.Out, "no EFS operator is running; ClusterCSIDriver %s carries its finalizers:\n", operator.CRName)
+	for _, f := range ours {
+		fmt.Fprintf(r.Out, "  - %s\n", f)
+	}
+	fmt.Fprintln(r.Out, "the driver's objects are left in place and keep serving every EFS volume")
+	if r.DryRun {
+		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --dry-run=false to release them")
+		return nil
+	}
+	return r.release(ctx, opClient, cr, kept)
+}
+
+func (r *Release) release(ctx context.Context, client operatorclient.Interface, cr *operatorv1.ClusterCSIDriver, kept []string) error {
+	updated := cr.DeepCopy()
+	updated.Finalizers = slices.Clip(kept)
+	// The update carries the resourceVersion read above: if the CR changed meanwhile, nothing is
+	// written and the verb can simply be run again.
+	if _, err := client.OperatorV1().ClusterCSIDrivers().Update(ctx, updated, metav1.UpdateOptions{FieldManager: "csi-olm"}); err != nil {
+		return fmt.Errorf("releasing the finalizers of ClusterCSIDriver %s: %w", operator.CRName, err)
+	}
+	state := "stays"
+	if cr.DeletionTimestamp != nil && len(kept) == 0 {
+		state = "is deleted now"
+	}
+	fmt.Fprintf(r.Out, "released %d finalizers; ClusterCSIDriver %s %s\n", len(cr.Finalizers)-len(kept), operator.CRName, state)
+	return nil
+}

@@ -1,0 +1,118 @@
+package releasefinalizer_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+func TestReleaseFinalizer(t *testing.T) {
+	s := testutil.StartTestBed(t, testbed.APIServer)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c := s.Client
+	ours := []string{
+		operator.OperatorName + ".operator.openshift.io/AWSEFSDriverUninstall",
+		operator.OperatorName + ".operator.openshift.io/AWSEFSDriverNodeServiceController",
+	}
+	foreign := "example.com/keep-me"
+	cr := &operatorv1.ClusterCSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.CRName, Finalizers: append(slices.Clone(ours), foreign)},
+		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+	}
+	if err := c.Create(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	run := func(dryRun bool) (string, error) {
+		var out bytes.Buffer
+		err := (&releasefinalizer.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: dryRun}, Out: &out}).Run(ctx)
+		return out.String(), err
+	}
+	finalizers := func() []string {
+		t.Helper()
+		var got operatorv1.ClusterCSIDriver
+		if err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Finalizers
+	}
+
+	// While the operator runs, the verb refuses.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-operators"}}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "op"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-operators", Name: operator.OperatorName},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "op", Image: "op"}}}},
+		},
+	}
+	if err := c.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(false); err == nil || !strings.Contains(err.Error(), "still installed (Deployment openshift-operators/"+operator.OperatorName+")") {
+		t.Fatalf("err = %v, want a refusal naming the operator Deployment", err)
+	}
+	if err := c.Delete(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+
+	// By default it only prints its plan.
+	out, err := run(true)
+	if err != nil || !strings.Contains(out, ours[0]) || !strings.Contains(out, "dry run: nothing changed") {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if got := finalizers(); len(got) != 3 {
+		t.Fatalf("the dry run changed the finalizers: %v", got)
+	}
+
+	// Deleting the CR waits on the finalizers; releasing ours leaves the foreign one.
+	if err := c.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = run(false); err != nil {
+		t.Fatal(err)
+	}
+	if got := finalizers(); !slices.Equal(got, []string{foreign}) {
+		t.Errorf("finalizers after release: %v, want only %s", got, foreign)
+	}
+	if !strings.Contains(out, "released 2 finalizers") {
+		t.Errorf("output: %s", out)
+	}
+	// Once the last foreign finalizer goes, the CR is gone and the verb has nothing to do.
+	var got operatorv1.ClusterCSIDriver
+	if err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &got); err != nil {
+		t.Fatal(err)
+	}
+	got.Finalizers = nil
+	if err := c.Update(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &got); !apierrors.IsNotFound(err) {
+		t.Fatalf("CR still exists: %v", err)
+	}
+	if out, err = run(false); err != nil || !strings.Contains(out, "nothing to release") {
+		t.Errorf("without a CR: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,89 @@
+// Package release is the `csi-olm efs release-sharedvolumes` verb: once the EFS operator is
+// uninstalled for good, nothing removes the SharedVolume finalizer, and deleting a SharedVolume
+// (or its CRD) would wait forever. This verb removes the finalizer from every SharedVolume
+// (every one being deleted, unless --all), leaving their PVs and PVCs in place and working.
+package releasesharedvolumes
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/sharedvolume/controller"
+)
+
+// operatorDeployments are the Deployments that run a SharedVolume controller: the supported
+// operator and the community one.
+var operatorDeployments = []string{"aws-efs-csi-driver-operator", "aws-efs-operator"}
+
+// Release removes the SharedVolume finalizer.
+type Release struct {
+	kube.ClusterOptions
+	// All releases every SharedVolume, not only those being deleted.
+	All bool
+	Out io.Writer
+}
+
+// Run checks no controller runs, then releases the finalizers.
+func (r *Release) Run(ctx context.Context) error {
+	config, err := r.RESTConfig()
+	if err != nil {
+		return err
+	}
+	kubeClient, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	d, err := kube.FindDeployment(ctx, kubeClient, operatorDeployments...)
+	if err != nil {
+		return err
+	}
+	if d != nil {
+		return fmt.Errorf("a SharedVolume controller still runs (Deployment %s/%s): it removes the finalizers itself, after removing each claim and volume", d.Namespace, d.Name)
+	}
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return err
+	}
+	c, err := client.New(config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	var list v1alpha1.SharedVolumeList
+	if err := c.List(ctx, &list); err != nil {
+		return fmt.Errorf("listing SharedVolumes: %w", err)
+	}
+	var targets []v1alpha1.SharedVolume
+	for _, sv := range list.Items {
+		if controllerutil.ContainsFinalizer(&sv, controller.Finalizer) && (r.All || sv.DeletionTimestamp != nil) {
+			targets = append(targets, sv)
+		}
+	}
+	if len(targets) == 0 {
+		fmt.Fprintln(r.Out, "no SharedVolume to release")
+		return nil
+	}
+	for _, sv := range targets {
+		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, controller.Finalizer, controller.PVName(&sv), controller.PVCName(&sv))
+	}
+	if r.DryRun {
+		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --dry-run=false to release them")
+		return nil
+	}
+	for i := range targets {
+		sv := &targets[i]
+		patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(sv, controller.Finalizer)
+		if err := c.Patch(ctx, sv, patch, client.FieldOwner("csi-olm")); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("releasing SharedVolume %s/%s (released %d of %d so far; run again to continue): %w", sv.Namespace, sv.Name, i, len(targets), err)
+		}
+	}
+	fmt.Fprintf(r.Out, "released %d SharedVolumes\n", len(targets))
+	return nil
+}

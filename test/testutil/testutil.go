@@ -1,0 +1,130 @@
+// Package testutil holds helpers shared by the tests of several packages.
+package testutil
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Opm returns the opm binary that `make test` builds from this module's operator-registry and
+// passes in CSI_OLM_OPM. Without it the test is skipped, saying how to run it.
+func Opm(tb testing.TB) string {
+	tb.Helper()
+	opm := os.Getenv("CSI_OLM_OPM")
+	if opm == "" {
+		tb.Skip("CSI_OLM_OPM is not set: run through `make test` (or `make bench`), which builds opm (hack/tools.sh opm) and sets it")
+	}
+	if _, err := os.Stat(opm); err != nil {
+		tb.Fatalf("CSI_OLM_OPM=%s: %v", opm, err)
+	}
+	return opm
+}
+
+// Snapshot maps the path of every file below dir, relative to dir, to its content.
+func Snapshot(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	files := map[string]string{}
+	err := filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil || info.IsDir() {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files[rel] = string(raw)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return files
+}
+
+// AssertUnchanged fails the test if dir no longer holds exactly the files of before.
+func AssertUnchanged(tb testing.TB, dir string, before map[string]string) {
+	tb.Helper()
+	after := Snapshot(tb, dir)
+	for name, content := range before {
+		if got, ok := after[name]; !ok {
+			tb.Errorf("%s was removed", name)
+		} else if got != content {
+			tb.Errorf("%s was rewritten", name)
+		}
+	}
+	for name := range after {
+		if _, ok := before[name]; !ok {
+			tb.Errorf("%s was written", name)
+		}
+	}
+}
+
+// Median returns the median of values.
+func Median(values []float64) float64 {
+	sorted := append([]float64(nil), values...)
+	sort.Float64s(sorted)
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// BuildBinary builds a main package of this module into the test's temporary directory, with
+// the given build tags (the test hooks that release builds leave out).
+func BuildBinary(tb testing.TB, pkg string, tags ...string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, pkg).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// Eventually polls cond every 100ms until it returns nil or ctx ends; the error says what was
+// awaited and the last reason it was not there.
+func Eventually(ctx context.Context, what string, cond func(context.Context) error) error {
+	var last error
+	for {
+		if last = cond(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Parallel runs fn(i) for every i in [0, n) on 16 goroutines and returns the first error.
+func Parallel(n int, fn func(i int) error) error {
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,74 @@
+package dev_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/csi-olm/csi-olm/testbed"
+	"github.com/csi-olm/csi-olm/testbed/dev"
+)
+
+// TestUpDown runs the verbs against real processes: up records a cluster that outlives the
+// command, refuses a second one, and down stops every process and forgets it.
+func TestUpDown(t *testing.T) {
+	home := t.TempDir()
+	var out bytes.Buffer
+	stop := &dev.Down{Home: home, Out: &out}
+	// Whatever happens, no detached process outlives the test.
+	t.Cleanup(func() { _ = stop.Run(context.Background()) })
+
+	u := &dev.Up{Home: home, Level: "apiserver", Out: &out}
+	if err := u.Run(context.Background()); err != nil {
+		t.Fatalf("dev up: %v\n%s", err, out.String())
+	}
+	st, err := dev.ReadState(dev.StateFile(home))
+	if err != nil || st == nil {
+		t.Fatalf("no state recorded: %v", err)
+	}
+	if !strings.Contains(out.String(), "export KUBECONFIG="+st.Kubeconfig) {
+		t.Errorf("dev up did not print the KUBECONFIG:\n%s", out.String())
+	}
+	if _, err := os.Stat(st.Kubeconfig); err != nil {
+		t.Errorf("kubeconfig: %v", err)
+	}
+	if pids := testbed.Survivors(st.Dir); len(pids) != len(st.Processes) || len(pids) == 0 {
+		t.Errorf("%d processes running, %d recorded", len(pids), len(st.Processes))
+	}
+	if err := u.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "already recorded") {
+		t.Errorf("a second dev up: err = %v", err)
+	}
+
+	out.Reset()
+	if err := stop.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(testbed.Survivors(st.Dir)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if pids := testbed.Survivors(st.Dir); len(pids) > 0 {
+		t.Errorf("processes survived dev down: %v", pids)
+	}
+	if st, _ := dev.ReadState(dev.StateFile(home)); st != nil {
+		t.Error("dev down left the state file")
+	}
+	if err := stop.Run(context.Background()); err != nil || !strings.Contains(out.String(), "no dev cluster") {
+		t.Errorf("a second dev down: err = %v, output %q", err, out.String())
+	}
+}
+
+func TestUpRejectsBadFlags(t *testing.T) {
+	for _, u := range []*dev.Up{
+		{Home: t.TempDir(), Level: "cluster"},
+		{Home: t.TempDir(), Level: "apiserver", Catalogs: map[string]string{"x": "."}},
+	} {
+		u.Out = &bytes.Buffer{}
+		if err := u.Run(context.Background()); err == nil {
+			t.Errorf("dev up %+v succeeded", u)
+		}
+	}
+}
