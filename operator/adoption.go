@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
 	"github.com/openshift/library-go/pkg/controller/factory"
@@ -85,7 +87,7 @@ func (c *adoptionController) sync(ctx context.Context, syncCtx factory.SyncConte
 	if !done {
 		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), 5*time.Second)
 		return c.report(ctx, operatorv1.ConditionFalse, reasonWaitingNewDriver,
-			"the community driver's SCC "+communitySCC+" is removed once DaemonSet "+nodeName+" runs the new driver on every node", nil)
+			"the community driver's SCC "+efs.CommunitySCC+" is removed once DaemonSet "+efs.NodeDaemonSet+" runs the new driver on every node", nil)
 	}
 	return c.report(ctx, operatorv1.ConditionFalse, reasonAdopted, "", nil)
 }
@@ -109,36 +111,36 @@ func (c *adoptionController) report(ctx context.Context, degraded operatorv1.Con
 // prepare readies the community objects for library-go's apply, and returns those it changed.
 func (c *adoptionController) prepare(ctx context.Context, recorder events.Recorder) ([]string, error) {
 	var changed []string
-	ds, err := c.kube.AppsV1().DaemonSets(c.namespace).Get(ctx, nodeName, metav1.GetOptions{})
+	ds, err := c.kube.AppsV1().DaemonSets(c.namespace).Get(ctx, efs.NodeDaemonSet, metav1.GetOptions{})
 	if err == nil && disown(&ds.ObjectMeta) {
 		if _, err := c.kube.AppsV1().DaemonSets(c.namespace).Update(ctx, ds, metav1.UpdateOptions{FieldManager: adoptionControllerName}); err != nil {
-			return changed, fmt.Errorf("adopting DaemonSet %s/%s: %w", c.namespace, nodeName, err)
+			return changed, fmt.Errorf("adopting DaemonSet %s/%s: %w", c.namespace, efs.NodeDaemonSet, err)
 		}
-		changed = append(changed, "DaemonSet "+nodeName)
+		changed = append(changed, "DaemonSet "+efs.NodeDaemonSet)
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return changed, err
 	}
-	sa, err := c.kube.CoreV1().ServiceAccounts(c.namespace).Get(ctx, nodeServiceAccount, metav1.GetOptions{})
+	sa, err := c.kube.CoreV1().ServiceAccounts(c.namespace).Get(ctx, efs.NodeServiceAccount, metav1.GetOptions{})
 	if err == nil && disown(&sa.ObjectMeta) {
 		if _, err := c.kube.CoreV1().ServiceAccounts(c.namespace).Update(ctx, sa, metav1.UpdateOptions{FieldManager: adoptionControllerName}); err != nil {
-			return changed, fmt.Errorf("adopting ServiceAccount %s/%s: %w", c.namespace, nodeServiceAccount, err)
+			return changed, fmt.Errorf("adopting ServiceAccount %s/%s: %w", c.namespace, efs.NodeServiceAccount, err)
 		}
-		changed = append(changed, "ServiceAccount "+nodeServiceAccount)
+		changed = append(changed, "ServiceAccount "+efs.NodeServiceAccount)
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return changed, err
 	}
-	sc, err := c.kube.StorageV1().StorageClasses().Get(ctx, storageClassName, metav1.GetOptions{})
+	sc, err := c.kube.StorageV1().StorageClasses().Get(ctx, efs.StorageClass, metav1.GetOptions{})
 	if err == nil && disown(&sc.ObjectMeta) {
 		if _, err := c.kube.StorageV1().StorageClasses().Update(ctx, sc, metav1.UpdateOptions{FieldManager: adoptionControllerName}); err != nil {
-			return changed, fmt.Errorf("adopting StorageClass %s: %w", storageClassName, err)
+			return changed, fmt.Errorf("adopting StorageClass %s: %w", efs.StorageClass, err)
 		}
-		changed = append(changed, "StorageClass "+storageClassName)
+		changed = append(changed, "StorageClass "+efs.StorageClass)
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return changed, err
 	}
 	driverChanged, err := c.prepareCSIDriver(ctx, recorder)
 	if driverChanged {
-		changed = append(changed, "CSIDriver "+driverName)
+		changed = append(changed, "CSIDriver "+efs.DriverName)
 	}
 	return changed, err
 }
@@ -147,7 +149,7 @@ func (c *adoptionController) prepare(ctx context.Context, recorder events.Record
 // re-creating it: ApplyCSIDriver re-creates whenever the spec-hash annotation differs, and the
 // community CSIDriver has none.
 func (c *adoptionController) prepareCSIDriver(ctx context.Context, recorder events.Recorder) (bool, error) {
-	existing, err := c.kube.StorageV1().CSIDrivers().Get(ctx, driverName, metav1.GetOptions{})
+	existing, err := c.kube.StorageV1().CSIDrivers().Get(ctx, efs.DriverName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -164,7 +166,7 @@ func (c *adoptionController) prepareCSIDriver(ctx context.Context, recorder even
 		if !sameCSIDriverSpec(existing.Spec, required.Spec) {
 			// A different spec cannot be taken over in place; library-go re-creates the object,
 			// which mounted volumes survive.
-			recorder.Warningf(reasonCSIDriverMismatch, "CSIDriver %s differs from the supported driver's and will be re-created", driverName)
+			recorder.Warningf(reasonCSIDriverMismatch, "CSIDriver %s differs from the supported driver's and will be re-created", efs.DriverName)
 			return changed, c.updateCSIDriverIf(ctx, changed, existing)
 		}
 		if existing.Annotations == nil {
@@ -181,7 +183,7 @@ func (c *adoptionController) updateCSIDriverIf(ctx context.Context, changed bool
 		return nil
 	}
 	if _, err := c.kube.StorageV1().CSIDrivers().Update(ctx, driver, metav1.UpdateOptions{FieldManager: adoptionControllerName}); err != nil {
-		return fmt.Errorf("adopting CSIDriver %s: %w", driverName, err)
+		return fmt.Errorf("adopting CSIDriver %s: %w", efs.DriverName, err)
 	}
 	return nil
 }
@@ -197,12 +199,12 @@ func sameCSIDriverSpec(existing, required storagev1.CSIDriverSpec) bool {
 // SharedVolume CRD. It reports whether anything changed.
 func disown(meta *metav1.ObjectMeta) bool {
 	changed := false
-	if _, ok := meta.Labels[communityOwnedLabel]; ok {
-		delete(meta.Labels, communityOwnedLabel)
+	if _, ok := meta.Labels[efs.CommunityOwnedLabel]; ok {
+		delete(meta.Labels, efs.CommunityOwnedLabel)
 		changed = true
 	}
 	refs := slices.DeleteFunc(slices.Clone(meta.OwnerReferences), func(r metav1.OwnerReference) bool {
-		return r.Kind == "CustomResourceDefinition" && r.Name == sharedVolumeCRD
+		return r.Kind == "CustomResourceDefinition" && r.Name == efs.SharedVolumeCRD
 	})
 	if len(refs) != len(meta.OwnerReferences) {
 		meta.OwnerReferences = refs
@@ -214,21 +216,21 @@ func disown(meta *metav1.ObjectMeta) bool {
 // removeCommunityLeftovers deletes the community SCC once the node DaemonSet is rolled out with
 // the supported driver; until then the running community pods may still need it.
 func (c *adoptionController) removeCommunityLeftovers(ctx context.Context, recorder events.Recorder) (bool, error) {
-	_, err := c.dynamic.Resource(sccGVR).Get(ctx, communitySCC, metav1.GetOptions{})
+	_, err := c.dynamic.Resource(sccGVR).Get(ctx, efs.CommunitySCC, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	ds, err := c.daemonSets.Lister().DaemonSets(c.namespace).Get(nodeName)
+	ds, err := c.daemonSets.Lister().DaemonSets(c.namespace).Get(efs.NodeDaemonSet)
 	if err != nil || !rolledOut(ds) {
 		return false, nil
 	}
-	if err := c.dynamic.Resource(sccGVR).Delete(ctx, communitySCC, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("deleting the community SCC %s: %w", communitySCC, err)
+	if err := c.dynamic.Resource(sccGVR).Delete(ctx, efs.CommunitySCC, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("deleting the community SCC %s: %w", efs.CommunitySCC, err)
 	}
-	recorder.Eventf("CommunitySCCRemoved", "Deleted SecurityContextConstraints %s: the supported driver runs on every node", communitySCC)
+	recorder.Eventf("CommunitySCCRemoved", "Deleted SecurityContextConstraints %s: the supported driver runs on every node", efs.CommunitySCC)
 	return true, nil
 }
 

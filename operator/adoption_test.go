@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,12 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	communitycrd "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
-const communityLabel = fixture.CommunityLabel
+const communityLabel = efs.CommunityOwnedLabel
 
 // seedCommunityInstall creates what the community aws-efs-operator leaves on a cluster
 // (DESIGN.md §3): its SharedVolume CRD, and the driver objects, labelled and owned by the CRD.
@@ -65,12 +66,12 @@ func TestAdoptsTheCommunityDriverInPlace(t *testing.T) {
 		t.Fatalf("the DaemonSet changed before the CR existed: %s", ds.Spec.Template.Spec.Containers[0].Image)
 	}
 
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	must(t, eventually(ctx, "the DaemonSet to run the supported driver", func(ctx context.Context) error {
 		if err := h.available(ds)(ctx); err != nil {
 			return err
 		}
-		if img := ds.Spec.Template.Spec.Containers[0].Image; img != fixture.Images["DRIVER_IMAGE"] {
+		if img := ds.Spec.Template.Spec.Containers[0].Image; img != fixture.Images[efs.DriverImageEnv] {
 			return fmt.Errorf("image %s", img)
 		}
 		return nil

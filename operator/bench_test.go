@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -49,7 +50,7 @@ func BenchmarkCRToOperands(b *testing.B) {
 	var seconds []float64
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		h.createCR(ctx, operator.CRName, operatorv1.Managed)
+		h.createCR(ctx, efs.CRName, operatorv1.Managed)
 		must(b, h.waitAll(ctx, operands()))
 		seconds = append(seconds, time.Since(start).Seconds())
 
@@ -118,7 +119,7 @@ func BenchmarkOperatorRSSWithUnrelatedObjects(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	proc := h.startOperatorProcess(bin)
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	must(b, h.waitAll(ctx, operands()[:len(operands())-1]))
 	rss := func() float64 {
 		time.Sleep(5 * time.Second)

@@ -3,6 +3,8 @@ package operator
 import (
 	"fmt"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/genericoperatorclient"
@@ -17,7 +19,7 @@ import (
 // newOperatorClient watches only ClusterCSIDriver efs.csi.aws.com: a CR with any other name is
 // another driver's and is never read.
 func newOperatorClient(c clock.PassiveClock, config *rest.Config) (v1helpers.OperatorClientWithFinalizers, dynamicinformer.DynamicSharedInformerFactory, error) {
-	return genericoperatorclient.NewClusterScopedOperatorClientWithConfigName(c, config, clusterCSIDriverGVR, clusterCSIDriverGVK, CRName, extractSpec, extractStatus)
+	return genericoperatorclient.NewClusterScopedOperatorClientWithConfigName(c, config, clusterCSIDriverGVR, clusterCSIDriverGVK, efs.CRName, extractSpec, extractStatus)
 }
 
 func toClusterCSIDriver(obj *unstructured.Unstructured) (*operatorv1.ClusterCSIDriver, error) {

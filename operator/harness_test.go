@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -70,7 +71,7 @@ func (h *harness) createCR(ctx context.Context, name string, state operatorv1.Ma
 
 func (h *harness) cr(ctx context.Context) (*operatorv1.ClusterCSIDriver, error) {
 	var cr operatorv1.ClusterCSIDriver
-	err := h.c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &cr)
+	err := h.c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &cr)
 	return &cr, err
 }
 

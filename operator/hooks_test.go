@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -87,7 +88,7 @@ func TestSTSCredentialsRequest(t *testing.T) {
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	cr := unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver")
 	must(t, eventually(ctx, "the CredentialsRequest", h.exists(cr)))
 	spec := fmt.Sprint(cr.Object["spec"])

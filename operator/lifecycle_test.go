@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +32,7 @@ func newManaged(t *testing.T, level testbed.Level) (*harness, context.Context) {
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	for _, obj := range operands()[:len(operands())-1] { // no CredentialsRequest in Manual mode
 		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
 	}
@@ -72,7 +74,7 @@ func TestNoCRDeploysNothingAndAlerts(t *testing.T) {
 		}
 	}
 
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	must(t, eventually(ctx, "the metric to turn 1", func(context.Context) error {
 		if v, _ := testutil.GetGaugeMetricValue(operator.CRPresent); v != 1 {
 			return fmt.Errorf("metric is %v", v)
@@ -99,7 +101,7 @@ func TestManagedStompsEditsUnmanagedKeepsThem(t *testing.T) {
 
 	edit()
 	must(t, eventually(ctx, "the edit to be stomped", func(ctx context.Context) error {
-		if img, err := driverImage(ctx); err != nil || img != fixture.Images["DRIVER_IMAGE"] {
+		if img, err := driverImage(ctx); err != nil || img != fixture.Images[efs.DriverImageEnv] {
 			return fmt.Errorf("image %q, %v", img, err)
 		}
 		return nil
@@ -115,7 +117,7 @@ func TestManagedStompsEditsUnmanagedKeepsThem(t *testing.T) {
 
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "Managed again to stomp the edit", func(ctx context.Context) error {
-		if img, err := driverImage(ctx); err != nil || img != fixture.Images["DRIVER_IMAGE"] {
+		if img, err := driverImage(ctx); err != nil || img != fixture.Images[efs.DriverImageEnv] {
 			return fmt.Errorf("image %q, %v", img, err)
 		}
 		return nil
@@ -233,7 +235,7 @@ func TestInvalidLogLevelIsRejectedWithAClearMessage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cr := &operatorv1.ClusterCSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: operator.CRName},
+		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
 		Spec: operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{
 			ManagementState: operatorv1.Managed, LogLevel: "Verbose",
 		}},

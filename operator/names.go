@@ -7,35 +7,20 @@ package operator
 import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
-// OperatorName names the operator: its Deployment, ServiceAccount and event source.
-const OperatorName = "aws-efs-csi-driver-operator"
-
-// CRName is the only ClusterCSIDriver the operator watches.
-const CRName = string(operatorv1.AWSEFSCSIDriver)
-
-// Operand object names the controllers of this package refer to.
+// Operand objects only this package refers to; the names other packages share are in
+// internal/names/efs.
 const (
-	driverName         = "efs.csi.aws.com"
-	controllerName     = "efs-csi-controller"
-	nodeName           = "efs-csi-node"
-	nodeServiceAccount = "efs-csi-sa"
-	storageClassName   = "efs-sc"
 	credentialsSecret  = "aws-efs-cloud-credentials"
 	trustedCAConfigMap = "aws-efs-csi-driver-trusted-ca-bundle"
 )
 
-// The community aws-efs-operator's driver (DESIGN.md §3).
-const (
-	communityOwnedLabel = "openshift.io/aws-efs-operator-owned"
-	communitySCC        = "efs-csi-scc"
-	sharedVolumeCRD     = "sharedvolumes.aws-efs.managed.openshift.io"
-)
-
 // UninstallFinalizer keeps the ClusterCSIDriver until the driver is removed, which waits until no
 // EFS PersistentVolume is left. It is named like the finalizers of library-go's controllers.
-const UninstallFinalizer = OperatorName + ".operator.openshift.io/" + uninstallControllerName
+const UninstallFinalizer = efs.FinalizerPrefix + uninstallControllerName
 
 var clusterCSIDriverGVR = operatorv1.GroupVersion.WithResource("clustercsidrivers")
 var clusterCSIDriverGVK = operatorv1.GroupVersion.WithKind("ClusterCSIDriver")

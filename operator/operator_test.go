@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +78,7 @@ func TestInstallFromNothing(t *testing.T) {
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	h.actAsCloudCredentialOperator(ctx)
 
 	for _, obj := range operands() {
@@ -111,7 +113,7 @@ func TestInstallFromNothing(t *testing.T) {
 	var ds appsv1.DaemonSet
 	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "efs-csi-node"}, &ds))
 	want := map[string]string{
-		"csi-driver": fixture.Images["DRIVER_IMAGE"], "csi-provisioner": fixture.Images["PROVISIONER_IMAGE"],
+		"csi-driver": fixture.Images[efs.DriverImageEnv], "csi-provisioner": fixture.Images[efs.ProvisionerImageEnv],
 		"provisioner-kube-rbac-proxy": fixture.Images["KUBE_RBAC_PROXY_IMAGE"], "liveness-probe": fixture.Images["LIVENESS_PROBE_IMAGE"],
 	}
 	for _, c := range deploy.Spec.Template.Spec.Containers {
@@ -147,7 +149,7 @@ func TestInstallFromNothing(t *testing.T) {
 		t.Errorf("a highly available control plane gets %d controller replicas, want 2", *deploy.Spec.Replicas)
 	}
 	for _, c := range ds.Spec.Template.Spec.Containers {
-		if c.Name == "efs-plugin" && c.Image != fixture.Images["DRIVER_IMAGE"] {
+		if c.Name == "efs-plugin" && c.Image != fixture.Images[efs.DriverImageEnv] {
 			t.Errorf("node driver runs %s", c.Image)
 		}
 	}
@@ -159,7 +161,7 @@ func TestSingleNodeRunsOneControllerReplica(t *testing.T) {
 	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller"}}
 	must(t, eventually(ctx, "controller Deployment", h.exists(deploy)))
 	if *deploy.Spec.Replicas != 1 {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
@@ -72,7 +74,7 @@ func (c *presenceController) sync(ctx context.Context, syncCtx factory.SyncConte
 	}
 	if !present && (c.wasPresent == nil || *c.wasPresent) {
 		syncCtx.Recorder().Warningf("ClusterCSIDriverMissing",
-			"ClusterCSIDriver %s does not exist, so the AWS EFS CSI driver is not installed: create it with managementState Managed to install the driver", CRName)
+			"ClusterCSIDriver %s does not exist, so the AWS EFS CSI driver is not installed: create it with managementState Managed to install the driver", efs.CRName)
 	}
 	c.wasPresent = &present
 	return nil

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -17,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -35,7 +36,7 @@ func (h *harness) grantBundlePermissions(ctx context.Context) *rest.Config {
 	var csv v1alpha1.ClusterServiceVersion
 	must(h.t, yaml.Unmarshal(raw, &csv))
 	strategy := csv.Spec.InstallStrategy.StrategySpec
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: operator.OperatorName}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.OperatorName}}
 	must(h.t, h.c.Create(ctx, sa))
 	subject := []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}}
 	for _, p := range strategy.ClusterPermissions {
@@ -68,7 +69,7 @@ func TestInstallWithTheBundlesPermissions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	h.runOperatorAs(h.grantBundlePermissions(ctx))
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	h.actAsCloudCredentialOperator(ctx)
 	for _, obj := range operands() {
 		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))

@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -38,7 +39,7 @@ func (h *harness) startOperatorProcess(bin string) *exec.Cmd {
 	l.Close()
 	cmd := exec.Command(bin, "start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
 		"--listen", "127.0.0.1:"+strconv.Itoa(port), "--disable-leader-election")
-	cmd.Env = append(os.Environ(), "OPERATOR_NAME="+operator.OperatorName, testbed.MarkerEnv+"="+h.stack.Dir)
+	cmd.Env = append(os.Environ(), "OPERATOR_NAME="+efs.OperatorName, testbed.MarkerEnv+"="+h.stack.Dir)
 	for env, image := range fixture.Images {
 		cmd.Env = append(cmd.Env, env+"="+image)
 	}
@@ -68,7 +69,7 @@ func TestRestartMidInstallConverges(t *testing.T) {
 	defer cancel()
 
 	first := h.startOperatorProcess(bin)
-	h.createCR(ctx, operator.CRName, operatorv1.Managed)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	must(t, eventually(ctx, "the install to start", h.exists(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "efs.csi.aws.com"}})))
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	configinformers "github.com/openshift/client-go/config/informers/externalversions"
@@ -42,11 +44,11 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	// library-go names the controllers' finalizers on the CR after $OPERATOR_NAME, else after
 	// os.Args[0], which may be a path: pin it so the names are valid and stable.
 	if os.Getenv("OPERATOR_NAME") == "" {
-		if err := os.Setenv("OPERATOR_NAME", OperatorName); err != nil {
+		if err := os.Setenv("OPERATOR_NAME", efs.OperatorName); err != nil {
 			return err
 		}
 	}
-	config := rest.AddUserAgent(cc.KubeConfig, OperatorName)
+	config := rest.AddUserAgent(cc.KubeConfig, efs.OperatorName)
 	kubeClient, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return err
@@ -87,7 +89,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	gated := &gatedClient{OperatorClientWithFinalizers: operatorClient, gate: g}
 
 	controllerSet := csicontrollerset.NewCSIControllerSet(gated, recorder).
-		WithManagementStateController(OperatorName, true).
+		WithManagementStateController(efs.OperatorName, true).
 		WithLogLevelController().
 		// library-go's static resource controller applies its manifests in every state but
 		// Unmanaged; applying them only while Managed lets the uninstall controller remove them.
@@ -131,7 +133,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 		newPresenceController(&presenceController{operatorClient: operatorClient, dynamic: dynamicClient, assets: read}, recorder),
 	}
 
-	klog.Infof("starting the %s in namespace %s", OperatorName, ns)
+	klog.Infof("starting the %s in namespace %s", efs.OperatorName, ns)
 	kubeInformers.Start(ctx.Done())
 	dynamicInformers.Start(ctx.Done())
 	configInformers.Start(ctx.Done())
@@ -143,7 +145,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	// The SharedVolume controller serves app teams whether or not the driver is Managed: their
 	// volumes are static, and a community install's SharedVolumes must keep working.
 	svErr := make(chan error, 1)
-	go func() { svErr <- svcontroller.Run(ctx, config, OperatorName, svcontroller.DefaultOptions) }()
+	go func() { svErr <- svcontroller.Run(ctx, config, efs.OperatorName, svcontroller.DefaultOptions) }()
 	select {
 	case <-ctx.Done():
 		return nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
 	"github.com/openshift/library-go/pkg/controller/factory"
@@ -96,7 +98,7 @@ func operandObjects(namespace string) ([]operandObject, error) {
 		}
 		objects = append(objects, operandObject{gvk: u.GroupVersionKind(), namespace: u.GetNamespace(), name: u.GetName()})
 	}
-	return append(objects, operandObject{gvk: sccGVR.GroupVersion().WithKind("SecurityContextConstraints"), name: communitySCC}), nil
+	return append(objects, operandObject{gvk: sccGVR.GroupVersion().WithKind("SecurityContextConstraints"), name: efs.CommunitySCC}), nil
 }
 
 func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncContext) error {
@@ -230,7 +232,7 @@ func (c *uninstallController) efsVolumes(ctx context.Context) ([]string, int, er
 			return nil, 0, fmt.Errorf("listing PersistentVolumes: %w", err)
 		}
 		for _, pv := range list.Items {
-			if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == driverName {
+			if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == efs.DriverName {
 				names = append(names, pv.Name)
 			}
 		}

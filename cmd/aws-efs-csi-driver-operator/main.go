@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	"github.com/openshift/library-go/pkg/controller/controllercmd"
 	"github.com/spf13/cobra"
 	k8sversion "k8s.io/apimachinery/pkg/version"
@@ -16,8 +18,8 @@ import (
 )
 
 func main() {
-	root := &cobra.Command{Use: operator.OperatorName, Short: "The AWS EFS CSI driver operator", SilenceUsage: true}
-	cfg := controllercmd.NewControllerCommandConfig(operator.OperatorName, k8sversion.Info{GitVersion: version.Get().Version}, operator.RunOperator, clock.RealClock{})
+	root := &cobra.Command{Use: efs.OperatorName, Short: "The AWS EFS CSI driver operator", SilenceUsage: true}
+	cfg := controllercmd.NewControllerCommandConfig(efs.OperatorName, k8sversion.Info{GitVersion: version.Get().Version}, operator.RunOperator, clock.RealClock{})
 	start := cfg.NewCommandWithContext(context.Background())
 	start.Use = "start"
 	start.Short = "Start the operator"

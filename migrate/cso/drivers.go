@@ -10,10 +10,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebs"
 	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
-	"github.com/csi-olm/csi-olm/bundle/drivers/manila"
 	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	"github.com/csi-olm/csi-olm/internal/names/ebs"
+	"github.com/csi-olm/csi-olm/internal/names/manila"
 )
 
 // cso is where the cluster-storage-operator runs the CSI driver operators and, for EBS, the
@@ -39,7 +39,7 @@ type driver struct {
 
 var drivers = map[string]driver{
 	"ebs": {
-		name: "ebs", pkg: ebs.Package, operator: ebs.Name,
+		name: "ebs", pkg: ebs.Package, operator: ebs.OperatorName,
 		cr:     func() client.Object { return &ebsv1alpha1.AWSEBSDriver{} },
 		crKind: ebsv1alpha1.Kind, crResource: "awsebsdrivers", finalizer: ebsv1alpha1.Finalizer,
 		clusterCSIDriver: string(operatorv1.AWSEBSCSIDriver),
@@ -51,7 +51,7 @@ var drivers = map[string]driver{
 		operandNamespace: csoNamespace,
 	},
 	"manila": {
-		name: "manila", pkg: manila.Package, operator: manila.Name,
+		name: "manila", pkg: manila.Package, operator: manila.OperatorName,
 		cr:     func() client.Object { return &manilav1alpha1.ManilaDriver{} },
 		crKind: manilav1alpha1.Kind, crResource: "maniladrivers", finalizer: manilav1alpha1.Finalizer,
 		clusterCSIDriver: string(operatorv1.ManilaCSIDriver),

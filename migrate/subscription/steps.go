@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/migrate/internal/migration"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
@@ -109,14 +110,14 @@ func driverServes(ctx context.Context, c client.Client, plan *Plan) (bool, strin
 	var problems []string
 	if plan.DriverDaemonSetUID != "" {
 		var ds appsv1.DaemonSet
-		err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: driverDaemonSet}, &ds)
+		err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: efs.NodeDaemonSet}, &ds)
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && ds.UID != plan.DriverDaemonSetUID):
-			return false, "", fmt.Errorf("the EFS driver DaemonSet %s/%s was deleted during the migration: volumes cannot be mounted on new pods until a driver runs again", plan.Namespace, driverDaemonSet)
+			return false, "", fmt.Errorf("the EFS driver DaemonSet %s/%s was deleted during the migration: volumes cannot be mounted on new pods until a driver runs again", plan.Namespace, efs.NodeDaemonSet)
 		case err != nil:
 			problems = append(problems, "cannot read the driver DaemonSet: "+err.Error())
 		case ds.Status.NumberAvailable < ds.Status.DesiredNumberScheduled:
-			problems = append(problems, fmt.Sprintf("DaemonSet %s has %d of %d pods available", driverDaemonSet, ds.Status.NumberAvailable, ds.Status.DesiredNumberScheduled))
+			problems = append(problems, fmt.Sprintf("DaemonSet %s has %d of %d pods available", efs.NodeDaemonSet, ds.Status.NumberAvailable, ds.Status.DesiredNumberScheduled))
 		}
 	}
 	for _, ref := range plan.ReadySharedVolumes {

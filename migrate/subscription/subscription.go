@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,21 +20,16 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/internal/migration"
-	"github.com/csi-olm/csi-olm/operator"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 const (
-	verb = "subscription"
-	// driverDaemonSet is the community driver's node DaemonSet, in the operator's namespace
-	// (DESIGN.md §3); the supported operator adopts it under the same name.
-	driverDaemonSet = "efs-csi-node"
-	fieldManager    = "csi-olm-migrate"
+	verb         = "subscription"
+	fieldManager = "csi-olm-migrate"
 )
 
 // Migrate switches the EFS operator's Subscription to another catalog.
@@ -210,11 +207,11 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 	plan.To.Channel = plan.Upgrade.Channel
 
 	var ds appsv1.DaemonSet
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: driverDaemonSet}, &ds); {
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: efs.NodeDaemonSet}, &ds); {
 	case apierrors.IsNotFound(err):
-		plan.Warnings = append(plan.Warnings, fmt.Sprintf("no EFS driver DaemonSet %s/%s: there is no running driver to check", sub.Namespace, driverDaemonSet))
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("no EFS driver DaemonSet %s/%s: there is no running driver to check", sub.Namespace, efs.NodeDaemonSet))
 	case err != nil:
-		return nil, fmt.Errorf("reading the EFS driver DaemonSet %s/%s: %w", sub.Namespace, driverDaemonSet, err)
+		return nil, fmt.Errorf("reading the EFS driver DaemonSet %s/%s: %w", sub.Namespace, efs.NodeDaemonSet, err)
 	default:
 		plan.DriverDaemonSetUID = ds.UID
 	}
@@ -248,7 +245,7 @@ func (m *Migrate) print(plan *Plan) error {
 	}
 	fmt.Fprintln(w)
 	if plan.DriverDaemonSetUID != "" {
-		fmt.Fprintf(w, "  driver:     DaemonSet %s/%s must keep running\n", plan.Namespace, driverDaemonSet)
+		fmt.Fprintf(w, "  driver:     DaemonSet %s/%s must keep running\n", plan.Namespace, efs.NodeDaemonSet)
 	}
 	fmt.Fprintf(w, "  volumes:    %d Ready SharedVolumes must stay Ready\n", len(plan.ReadySharedVolumes))
 	fmt.Fprintln(w, "Steps:")
@@ -276,10 +273,10 @@ Once OLM has installed the new CSV, the original catalog has no upgrade from it:
 // remind tells the admin that the supported operator waits for its CR.
 func (m *Migrate) remind(ctx context.Context, c client.Client) error {
 	var cr operatorv1.ClusterCSIDriver
-	err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &cr)
+	err := c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &cr)
 	switch {
 	case err == nil:
-		fmt.Fprintf(m.Out, "ClusterCSIDriver %s exists: the supported operator adopts the running driver in place.\n", operator.CRName)
+		fmt.Fprintf(m.Out, "ClusterCSIDriver %s exists: the supported operator adopts the running driver in place.\n", efs.CRName)
 		return nil
 	case apierrors.IsNotFound(err):
 		fmt.Fprintf(m.Out, `Reminder: the supported operator does nothing until ClusterCSIDriver %s exists. The community driver
@@ -292,8 +289,8 @@ keeps serving every volume meanwhile. Create it to have the operator adopt the d
   spec:
     managementState: Managed
   EOF
-`, operator.CRName, operator.CRName)
+`, efs.CRName, efs.CRName)
 		return nil
 	}
-	return fmt.Errorf("reading ClusterCSIDriver %s: %w", operator.CRName, err)
+	return fmt.Errorf("reading ClusterCSIDriver %s: %w", efs.CRName, err)
 }

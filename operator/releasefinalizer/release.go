@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,11 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/operator"
 )
-
-// finalizerPrefix marks the finalizers of the operator's controllers.
-const finalizerPrefix = operator.OperatorName + ".operator.openshift.io/"
 
 // Release removes the operator's finalizers from the CR.
 type Release struct {
@@ -42,35 +40,38 @@ func (r *Release) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cr, err := opClient.OperatorV1().ClusterCSIDrivers().Get(ctx, operator.CRName, metav1.GetOptions{})
+	cr, err := opClient.OperatorV1().ClusterCSIDrivers().Get(ctx, efs.CRName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		fmt.Fprintf(r.Out, "ClusterCSIDriver %s does not exist: nothing to release\n", operator.CRName)
+		fmt.Fprintf(r.Out, "ClusterCSIDriver %s does not exist: nothing to release\n", efs.CRName)
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("reading ClusterCSIDriver %s: %w", operator.CRName, err)
+		return fmt.Errorf("reading ClusterCSIDriver %s: %w", efs.CRName, err)
 	}
 	var ours, kept []string
 	for _, f := range cr.Finalizers {
-		if strings.HasPrefix(f, finalizerPrefix) {
+		if strings.HasPrefix(f, efs.FinalizerPrefix) {
 			ours = append(ours, f)
 		} else {
 			kept = append(kept, f)
 		}
 	}
 	if len(ours) == 0 {
-		fmt.Fprintf(r.Out, "ClusterCSIDriver %s carries no finalizer of the EFS operator: nothing to release\n", operator.CRName)
+		fmt.Fprintf(r.Out, "ClusterCSIDriver %s carries no finalizer of the EFS operator: nothing to release\n", efs.CRName)
 		return nil
 	}
-	d, err := kube.FindDeployment(ctx, kubeClient, operator.OperatorName)
+	d, err := kube.FindDeployment(ctx, kubeClient, efs.OperatorDeployments...)
 	if err != nil {
 		return err
 	}
 	if d != nil {
-		return fmt.Errorf("the EFS operator is still installed (Deployment %s/%s): it removes its finalizers itself; "+
-			"deleting the ClusterCSIDriver removes the driver once no EFS PersistentVolume is left", d.Namespace, d.Name)
+		// A community operator does not know the CR, but while it runs it still owns a driver that
+		// the supported operator's uninstall would have to account for: both verbs that stand in
+		// for an uninstalled operator refuse while any EFS operator runs.
+		return fmt.Errorf("an EFS operator is still installed (Deployment %s/%s): the supported operator removes its finalizers itself "+
+			"(deleting the ClusterCSIDriver removes the driver once no EFS PersistentVolume is left); uninstall it first", d.Namespace, d.Name)
 	}
-	fmt.Fprintf(r.Out, "no EFS operator is running; ClusterCSIDriver %s carries its finalizers:\n", operator.CRName)
+	fmt.Fprintf(r.Out, "no EFS operator is running; ClusterCSIDriver %s carries its finalizers:\n", efs.CRName)
 	for _, f := range ours {
 		fmt.Fprintf(r.Out, "  - %s\n", f)
 	}
@@ -88,12 +89,12 @@ func (r *Release) release(ctx context.Context, client operatorclient.Interface, 
 	// The update carries the resourceVersion read above: if the CR changed meanwhile, nothing is
 	// written and the verb can simply be run again.
 	if _, err := client.OperatorV1().ClusterCSIDrivers().Update(ctx, updated, metav1.UpdateOptions{FieldManager: "csi-olm"}); err != nil {
-		return fmt.Errorf("releasing the finalizers of ClusterCSIDriver %s: %w", operator.CRName, err)
+		return fmt.Errorf("releasing the finalizers of ClusterCSIDriver %s: %w", efs.CRName, err)
 	}
 	state := "stays"
 	if cr.DeletionTimestamp != nil && len(kept) == 0 {
 		state = "is deleted now"
 	}
-	fmt.Fprintf(r.Out, "released %d finalizers; ClusterCSIDriver %s %s\n", len(cr.Finalizers)-len(kept), operator.CRName, state)
+	fmt.Fprintf(r.Out, "released %d finalizers; ClusterCSIDriver %s %s\n", len(cr.Finalizers)-len(kept), efs.CRName, state)
 	return nil
 }

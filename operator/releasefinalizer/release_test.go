@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -31,12 +31,12 @@ func TestReleaseFinalizer(t *testing.T) {
 	}
 	c := s.Client
 	ours := []string{
-		operator.OperatorName + ".operator.openshift.io/AWSEFSDriverUninstall",
-		operator.OperatorName + ".operator.openshift.io/AWSEFSDriverNodeServiceController",
+		efs.OperatorName + ".operator.openshift.io/AWSEFSDriverUninstall",
+		efs.OperatorName + ".operator.openshift.io/AWSEFSDriverNodeServiceController",
 	}
 	foreign := "example.com/keep-me"
 	cr := &operatorv1.ClusterCSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: operator.CRName, Finalizers: append(slices.Clone(ours), foreign)},
+		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName, Finalizers: append(slices.Clone(ours), foreign)},
 		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
 	}
 	if err := c.Create(ctx, cr); err != nil {
@@ -50,32 +50,27 @@ func TestReleaseFinalizer(t *testing.T) {
 	finalizers := func() []string {
 		t.Helper()
 		var got operatorv1.ClusterCSIDriver
-		if err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &got); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &got); err != nil {
 			t.Fatal(err)
 		}
 		return got.Finalizers
 	}
 
-	// While the operator runs, the verb refuses.
+	// While any EFS operator runs, the supported one or the community one, the verb refuses.
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-operators"}}); err != nil {
 		t.Fatal(err)
 	}
-	labels := map[string]string{"app": "op"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "openshift-operators", Name: operator.OperatorName},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "op", Image: "op"}}}},
-		},
-	}
-	if err := c.Create(ctx, deploy); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := run(false); err == nil || !strings.Contains(err.Error(), "still installed (Deployment openshift-operators/"+operator.OperatorName+")") {
-		t.Fatalf("err = %v, want a refusal naming the operator Deployment", err)
-	}
-	if err := c.Delete(ctx, deploy); err != nil {
-		t.Fatal(err)
+	for _, name := range efs.OperatorDeployments {
+		deploy := testutil.Deployment("openshift-operators", name)
+		if err := c.Create(ctx, deploy); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := run(false); err == nil || !strings.Contains(err.Error(), "is still installed (Deployment openshift-operators/"+name+")") {
+			t.Fatalf("err = %v, want a refusal naming the operator Deployment %s", err, name)
+		}
+		if err := c.Delete(ctx, deploy); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// By default it only prints its plan.
@@ -102,14 +97,14 @@ func TestReleaseFinalizer(t *testing.T) {
 	}
 	// Once the last foreign finalizer goes, the CR is gone and the verb has nothing to do.
 	var got operatorv1.ClusterCSIDriver
-	if err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &got); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &got); err != nil {
 		t.Fatal(err)
 	}
 	got.Finalizers = nil
 	if err := c.Update(ctx, &got); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: operator.CRName}, &got); !apierrors.IsNotFound(err) {
+	if err := c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &got); !apierrors.IsNotFound(err) {
 		t.Fatalf("CR still exists: %v", err)
 	}
 	if out, err = run(false); err != nil || !strings.Contains(out, "nothing to release") {

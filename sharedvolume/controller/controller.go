@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,10 +54,10 @@ type Reconciler struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	toOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		l := obj.GetLabels()
-		if l[OwnerNamespace] == "" || l[OwnerName] == "" {
+		if l[efs.SharedVolumeOwnerNamespaceLabel] == "" || l[efs.SharedVolumeOwnerNameLabel] == "" {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[OwnerNamespace], Name: l[OwnerName]}}}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[efs.SharedVolumeOwnerNamespaceLabel], Name: l[efs.SharedVolumeOwnerNameLabel]}}}
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharedvolume").
@@ -82,9 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	if sv.DeletionTimestamp != nil {
 		return r.delete(ctx, sv)
 	}
-	if !controllerutil.ContainsFinalizer(sv, Finalizer) {
+	if !controllerutil.ContainsFinalizer(sv, efs.SharedVolumeFinalizer) {
 		patch := client.MergeFrom(sv.DeepCopy())
-		controllerutil.AddFinalizer(sv, Finalizer)
+		controllerutil.AddFinalizer(sv, efs.SharedVolumeFinalizer)
 		if err := r.Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
@@ -203,7 +205,7 @@ func statusMessage(status v1alpha1.SharedVolumeStatus) string {
 // delete removes the PVC, then the PV, then the finalizer: the PV is only released once no
 // claim can use it. Objects the SharedVolume does not own are left alone.
 func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(sv, Finalizer) {
+	if !controllerutil.ContainsFinalizer(sv, efs.SharedVolumeFinalizer) {
 		return reconcile.Result{}, nil
 	}
 	if sv.Status.Phase != v1alpha1.SharedVolumeDeleting {
@@ -238,6 +240,6 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	patch := client.MergeFrom(sv.DeepCopy())
-	controllerutil.RemoveFinalizer(sv, Finalizer)
+	controllerutil.RemoveFinalizer(sv, efs.SharedVolumeFinalizer)
 	return reconcile.Result{}, client.IgnoreNotFound(r.Patch(ctx, sv, patch, client.FieldOwner(FieldManager)))
 }

@@ -7,22 +7,14 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
-)
-
-// Names and labels of the community operator (DESIGN.md §3), kept so its objects keep working.
-const (
-	Finalizer        = "finalizer.awsefs.managed.openshift.io"
-	OwnerNamespace   = "openshift.io/aws-efs-operator-shared-volume-owner-namespace"
-	OwnerName        = "openshift.io/aws-efs-operator-shared-volume-owner-name"
-	OwnedLabel       = "openshift.io/aws-efs-operator-owned"
-	StorageClassName = "efs-sc"
-	DriverName       = "efs.csi.aws.com"
 )
 
 // Namespace annotations a cluster admin sets to restrict what SharedVolumes may mount: a comma
@@ -42,20 +34,20 @@ func PVName(sv *v1alpha1.SharedVolume) string { return "pv-" + sv.Namespace + "-
 func PVCName(sv *v1alpha1.SharedVolume) string { return "pvc-" + sv.Name }
 
 func ownerLabels(sv *v1alpha1.SharedVolume) map[string]string {
-	return map[string]string{OwnerNamespace: sv.Namespace, OwnerName: sv.Name, OwnedLabel: "true"}
+	return map[string]string{efs.SharedVolumeOwnerNamespaceLabel: sv.Namespace, efs.SharedVolumeOwnerNameLabel: sv.Name, efs.CommunityOwnedLabel: "true"}
 }
 
 // ownedBy reports whether an object carries the ownership labels of this SharedVolume.
 func ownedBy(obj metav1.Object, sv *v1alpha1.SharedVolume) bool {
 	l := obj.GetLabels()
-	return l[OwnerNamespace] == sv.Namespace && l[OwnerName] == sv.Name
+	return l[efs.SharedVolumeOwnerNamespaceLabel] == sv.Namespace && l[efs.SharedVolumeOwnerNameLabel] == sv.Name
 }
 
 // owner describes who an object belongs to, for collision messages.
 func owner(obj metav1.Object) string {
 	l := obj.GetLabels()
-	if l[OwnerNamespace] != "" {
-		return fmt.Sprintf("SharedVolume %s/%s", l[OwnerNamespace], l[OwnerName])
+	if l[efs.SharedVolumeOwnerNamespaceLabel] != "" {
+		return fmt.Sprintf("SharedVolume %s/%s", l[efs.SharedVolumeOwnerNamespaceLabel], l[efs.SharedVolumeOwnerNameLabel])
 	}
 	return "no SharedVolume"
 }
@@ -68,11 +60,11 @@ func desiredPV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			StorageClassName:              StorageClassName,
+			StorageClassName:              efs.StorageClass,
 			// Pre-bound: only the SharedVolume's own claim can ever bind this volume.
 			ClaimRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: sv.Namespace, Name: PVCName(sv)},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
-				Driver:       DriverName,
+				Driver:       efs.DriverName,
 				VolumeHandle: sv.Spec.FileSystemID + "::" + sv.Spec.AccessPointID,
 			}},
 		},
@@ -84,7 +76,7 @@ func desiredPVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
 		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: PVCName(sv), Labels: ownerLabels(sv)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			StorageClassName: ptr.To(StorageClassName),
+			StorageClassName: ptr.To(efs.StorageClass),
 			VolumeName:       PVName(sv),
 			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: volumeSize}},
@@ -97,7 +89,7 @@ func desiredPVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
 // (volumeHandle <fs> with mount options tls and accesspoint=<fsap>).
 func mountsSameAccessPoint(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) bool {
 	csi := pv.Spec.CSI
-	if csi == nil || csi.Driver != DriverName {
+	if csi == nil || csi.Driver != efs.DriverName {
 		return false
 	}
 	if csi.VolumeHandle == sv.Spec.FileSystemID+"::"+sv.Spec.AccessPointID {

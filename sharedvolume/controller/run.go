@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -45,7 +47,7 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 	}
 	config = rest.CopyConfig(config)
 	config.QPS, config.Burst = opts.QPS, opts.Burst
-	owned := labels.SelectorFromSet(labels.Set{OwnedLabel: "true"})
+	owned := labels.SelectorFromSet(labels.Set{efs.CommunityOwnedLabel: "true"})
 	mgr, err := ctrl.NewManager(config, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

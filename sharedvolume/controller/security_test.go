@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -168,14 +170,14 @@ func TestRestartWhileCreatingConverges(t *testing.T) {
 		return nil
 	}))
 	var pvs corev1.PersistentVolumeList
-	must(t, b.c.List(ctx, &pvs, client.MatchingLabels{controller.OwnerNamespace: "many"}))
+	must(t, b.c.List(ctx, &pvs, client.MatchingLabels{efs.SharedVolumeOwnerNamespaceLabel: "many"}))
 	var pvcs corev1.PersistentVolumeClaimList
 	must(t, b.c.List(ctx, &pvcs, client.InNamespace("many")))
 	if len(pvs.Items) != n || len(pvcs.Items) != n {
 		t.Errorf("%d PVs and %d PVCs for %d SharedVolumes", len(pvs.Items), len(pvcs.Items), n)
 	}
 	for _, pvc := range pvcs.Items {
-		if pvc.Status.Phase != corev1.ClaimBound || pvc.Labels[controller.OwnerName] == "" {
+		if pvc.Status.Phase != corev1.ClaimBound || pvc.Labels[efs.SharedVolumeOwnerNameLabel] == "" {
 			t.Errorf("PVC %s: %s, labels %v", pvc.Name, pvc.Status.Phase, pvc.Labels)
 		}
 	}

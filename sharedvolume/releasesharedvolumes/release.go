@@ -14,13 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 )
-
-// operatorDeployments are the Deployments that run a SharedVolume controller: the supported
-// operator and the community one.
-var operatorDeployments = []string{"aws-efs-csi-driver-operator", "aws-efs-operator"}
 
 // Release removes the SharedVolume finalizer.
 type Release struct {
@@ -40,7 +37,7 @@ func (r *Release) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d, err := kube.FindDeployment(ctx, kubeClient, operatorDeployments...)
+	d, err := kube.FindDeployment(ctx, kubeClient, efs.OperatorDeployments...)
 	if err != nil {
 		return err
 	}
@@ -61,7 +58,7 @@ func (r *Release) Run(ctx context.Context) error {
 	}
 	var targets []v1alpha1.SharedVolume
 	for _, sv := range list.Items {
-		if controllerutil.ContainsFinalizer(&sv, controller.Finalizer) && (r.All || sv.DeletionTimestamp != nil) {
+		if controllerutil.ContainsFinalizer(&sv, efs.SharedVolumeFinalizer) && (r.All || sv.DeletionTimestamp != nil) {
 			targets = append(targets, sv)
 		}
 	}
@@ -70,7 +67,7 @@ func (r *Release) Run(ctx context.Context) error {
 		return nil
 	}
 	for _, sv := range targets {
-		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, controller.Finalizer, controller.PVName(&sv), controller.PVCName(&sv))
+		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, efs.SharedVolumeFinalizer, controller.PVName(&sv), controller.PVCName(&sv))
 	}
 	if r.DryRun {
 		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --dry-run=false to release them")
@@ -79,7 +76,7 @@ func (r *Release) Run(ctx context.Context) error {
 	for i := range targets {
 		sv := &targets[i]
 		patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.RemoveFinalizer(sv, controller.Finalizer)
+		controllerutil.RemoveFinalizer(sv, efs.SharedVolumeFinalizer)
 		if err := c.Patch(ctx, sv, patch, client.FieldOwner("csi-olm")); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("releasing SharedVolume %s/%s (released %d of %d so far; run again to continue): %w", sv.Namespace, sv.Name, i, len(targets), err)
 		}

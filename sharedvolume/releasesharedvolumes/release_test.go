@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
-	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -40,7 +40,7 @@ func TestReleaseSharedVolumes(t *testing.T) {
 	}
 	mk := func(name string) *v1alpha1.SharedVolume {
 		sv := &v1alpha1.SharedVolume{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Finalizers: []string{controller.Finalizer}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Finalizers: []string{efs.SharedVolumeFinalizer}},
 			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-01", AccessPointID: "fsap-01"},
 		}
 		if err := c.Create(ctx, sv); err != nil {
@@ -52,13 +52,39 @@ func TestReleaseSharedVolumes(t *testing.T) {
 	if err := c.Delete(ctx, deleted); err != nil {
 		t.Fatal(err)
 	}
+	release := func(dryRun bool) (string, error) {
+		var out bytes.Buffer
+		err := (&releasesharedvolumes.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: dryRun}, Out: &out}).Run(ctx)
+		return out.String(), err
+	}
 	run := func(dryRun bool) string {
 		t.Helper()
-		var out bytes.Buffer
-		if err := (&releasesharedvolumes.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: dryRun}, Out: &out}).Run(ctx); err != nil {
+		out, err := release(dryRun)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return out.String()
+		return out
+	}
+
+	// While any SharedVolume controller runs, the supported operator's or the community one's,
+	// the verb refuses and releases nothing.
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-operators"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range efs.OperatorDeployments {
+		deploy := testutil.Deployment("openshift-operators", name)
+		if err := c.Create(ctx, deploy); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := release(false); err == nil || !strings.Contains(err.Error(), "still runs (Deployment openshift-operators/"+name+")") {
+			t.Fatalf("err = %v, want a refusal naming Deployment %s", err, name)
+		}
+		if err := c.Delete(ctx, deploy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(deleted), deleted); err != nil {
+		t.Fatalf("a refused run released the SharedVolume: %v", err)
 	}
 	if out := run(true); !strings.Contains(out, "SharedVolume app/gone") || strings.Contains(out, "app/kept") || !strings.Contains(out, "dry run") {
 		t.Errorf("dry run output:\n%s", out)

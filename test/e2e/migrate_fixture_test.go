@@ -14,10 +14,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebs"
 	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
-	"github.com/csi-olm/csi-olm/bundle/drivers/manila"
 	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	"github.com/csi-olm/csi-olm/internal/names/ebs"
+	"github.com/csi-olm/csi-olm/internal/names/manila"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -139,12 +139,12 @@ var managed = operatorv1.OperatorSpec{ManagementState: operatorv1.Managed, LogLe
 
 func olmEraDrivers() []*olmEraDriver {
 	return []*olmEraDriver{{
-		name: "ebs", pkg: ebs.Package, channel: "preview", csv: "aws-ebs-csi-driver-operator.v4.5.0", deployment: ebs.Name,
+		name: "ebs", pkg: ebs.Package, channel: "preview", csv: "aws-ebs-csi-driver-operator.v4.5.0", deployment: ebs.OperatorName,
 		clusterCSIDriver: ebs.CSIDriver,
 		cr:               &ebsv1alpha1.AWSEBSDriver{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: ebsv1alpha1.AWSEBSDriverSpec{OperatorSpec: managed}}, finalizer: ebsv1alpha1.Finalizer,
 		operands: operandsOf(ebs.OperandNamespace, ebs.CSIDriver, "gp2-csi", []string{ebs.ControllerName}, []string{ebs.NodeName}),
 	}, {
-		name: "manila", pkg: manila.Package, channel: "stable", csv: "manila-csi-driver-operator.v4.5.0", deployment: manila.Name,
+		name: "manila", pkg: manila.Package, channel: "stable", csv: "manila-csi-driver-operator.v4.5.0", deployment: manila.OperatorName,
 		clusterCSIDriver: manila.CSIDriver,
 		cr:               &manilav1alpha1.ManilaDriver{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: manilav1alpha1.ManilaDriverSpec{OperatorSpec: managed}}, finalizer: manilav1alpha1.Finalizer,
 		operands: operandsOf(manila.OperandNamespace, manila.CSIDriver, "csi-manila-default", []string{manila.ControllerName}, []string{manila.NodeName, manila.NFSNodeName}),

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +25,6 @@ import (
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/cso"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
-	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -102,7 +103,7 @@ func TestMigrateSubscription(t *testing.T) {
 	// The supported operator adopts the community driver once the admin creates the CR.
 	fixture.RunOperator(t, e.stack.Config, testbed.OperatorsNamespace)
 	must(t, c.Create(ctx, &operatorv1.ClusterCSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: operator.CRName},
+		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
 		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
 	}))
 	ds := e.driver.DeepCopy()
@@ -110,7 +111,7 @@ func TestMigrateSubscription(t *testing.T) {
 		if err := fixture.Available(c, ds)(ctx); err != nil {
 			return err
 		}
-		if img := ds.Spec.Template.Spec.Containers[0].Image; img != fixture.Images["DRIVER_IMAGE"] {
+		if img := ds.Spec.Template.Spec.Containers[0].Image; img != fixture.Images[efs.DriverImageEnv] {
 			return errors.New("image " + img)
 		}
 		return nil
@@ -118,7 +119,7 @@ func TestMigrateSubscription(t *testing.T) {
 	if ds.UID != e.driver.UID {
 		t.Error("the driver DaemonSet was re-created instead of adopted")
 	}
-	if _, ok := ds.Labels[fixture.CommunityLabel]; ok {
+	if _, ok := ds.Labels[efs.CommunityOwnedLabel]; ok {
 		t.Error("the adopted DaemonSet still carries the community label")
 	}
 	e.assertVolumesUntouched(ctx, t)

@@ -2,6 +2,10 @@
 package testutil
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"context"
 	"fmt"
 	"os"
@@ -127,4 +131,19 @@ func Parallel(n int, fn func(i int) error) error {
 	close(jobs)
 	wg.Wait()
 	return first
+}
+
+// Deployment is the smallest valid Deployment, for tests that only need one to exist.
+func Deployment(namespace, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: name}}},
+			},
+		},
+	}
 }

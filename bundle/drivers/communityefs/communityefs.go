@@ -10,18 +10,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	names "github.com/csi-olm/csi-olm/internal/names/efs"
+
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
 	sv "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
-)
-
-const (
-	// Package is the community OLM package.
-	Package = "aws-efs-operator"
-	// Name is the CSV prefix and the name of the operator's Deployment, ServiceAccount,
-	// ClusterRole and ClusterRoleBinding.
-	Name = "aws-efs-operator"
 )
 
 const description = `Management of AWS EFS read-write-many mounts.
@@ -34,8 +28,8 @@ The operator also installs the AWS EFS CSI driver node DaemonSet, CSIDriver and 
 // Operator returns the community EFS operator definition.
 func Operator() d.Operator {
 	return d.Operator{
-		Package:      Package,
-		CSVPrefix:    Name,
+		Package:      names.Package,
+		CSVPrefix:    names.CommunityOperatorName,
 		Catalog:      d.Community,
 		DisplayName:  "AWS EFS Operator",
 		Summary:      "Management of AWS EFS read-write-many mounts.",
@@ -59,7 +53,7 @@ func Operator() d.Operator {
 		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
 
 		OwnedCRDs: []d.OwnedCRD{{
-			Name:        "sharedvolumes.aws-efs.managed.openshift.io",
+			Name:        names.SharedVolumeCRD,
 			Version:     "v1alpha1",
 			Kind:        "SharedVolume",
 			DisplayName: "Shared Volume",
@@ -72,7 +66,7 @@ func Operator() d.Operator {
 			},
 		}},
 
-		ServiceAccount: Name,
+		ServiceAccount: names.CommunityOperatorName,
 		// The field's ClusterRole used wildcards; this is the same access listed verb by verb.
 		ClusterRules: []rbacv1.PolicyRule{
 			d.Rule([]string{""}, []string{"persistentvolumes", "persistentvolumeclaims", "serviceaccounts"}, d.ReadWrite),
@@ -80,7 +74,7 @@ func Operator() d.Operator {
 			d.Rule([]string{""}, []string{"pods"}, []string{"get"}),
 			d.Rule([]string{"apps"}, []string{"daemonsets"}, d.ReadWrite),
 			d.Rule([]string{"apps"}, []string{"deployments", "replicasets"}, []string{"get"}),
-			d.Rule([]string{"apps"}, []string{"deployments/finalizers"}, []string{"update"}, Name),
+			d.Rule([]string{"apps"}, []string{"deployments/finalizers"}, []string{"update"}, names.CommunityOperatorName),
 			d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, []string{"get", "create"}),
 			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
 			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
@@ -94,7 +88,7 @@ func Operator() d.Operator {
 			"certified catalog (same package and channel): the supported AWS EFS CSI Driver Operator replaces it and, once " +
 			"ClusterCSIDriver efs.csi.aws.com is created, adopts the running driver in place. SharedVolumes keep working.",
 
-		DeploymentName: Name,
+		DeploymentName: names.CommunityOperatorName,
 		Deployment:     deployment,
 		Releases: []d.Release{
 			release("0.0.6", "", "2020-06-02T00:00:00Z", "fced9947df2506ccbec55a758aa2c7c184ff47cc5645c615c686c79fb651efe8"),
@@ -121,16 +115,16 @@ func release(version, replaces, createdAt, operatorDigest string) d.Release {
 
 func deployment(r d.Release) appsv1.DeploymentSpec {
 	return d.OperatorPod{
-		Labels:         map[string]string{"name": Name},
-		ServiceAccount: Name,
-		Container:      Name,
+		Labels:         map[string]string{"name": names.CommunityOperatorName},
+		ServiceAccount: names.CommunityOperatorName,
+		Container:      names.CommunityOperatorName,
 		Image:          r.OperatorImage,
-		Command:        []string{Name},
+		Command:        []string{names.CommunityOperatorName},
 		Env: []corev1.EnvVar{
 			{Name: "WATCH_NAMESPACE", Value: ""},
 			d.FieldEnv("POD_NAME", "metadata.name"),
 			d.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
-			{Name: "OPERATOR_NAME", Value: Name},
+			{Name: "OPERATOR_NAME", Value: names.CommunityOperatorName},
 		},
 		CPU:    "10m",
 		Memory: "64Mi",

@@ -10,6 +10,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	names "github.com/csi-olm/csi-olm/internal/names/ebs"
+
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/crd"
 	api "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
@@ -17,30 +19,19 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 )
 
-// Names of the 4.5 operator and its operands (DESIGN.md §2).
-const (
-	Package           = "aws-ebs-csi-driver-operator"
-	Name              = "aws-ebs-csi-driver-operator"
-	OperatorNamespace = "openshift-aws-ebs-csi-driver-operator"
-	OperandNamespace  = "openshift-aws-ebs-csi-driver"
-	ControllerName    = "aws-ebs-csi-driver-controller"
-	NodeName          = "aws-ebs-csi-driver-node"
-	CSIDriver         = "ebs.csi.aws.com"
-)
-
 const description = `Operator to install and maintain the AWS EBS CSI Driver on a cluster.
 
 **Technology Preview.** Create the ` + "`AWSEBSDriver`" + ` named ` + "`cluster`" + ` to deploy the driver into
-the ` + "`" + OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator
-manages this driver through ClusterCSIDriver ` + "`" + CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver ebs`" + `
+the ` + "`" + names.OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator
+manages this driver through ClusterCSIDriver ` + "`" + names.CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver ebs`" + `
 to hand it over.
 `
 
 // Operator returns the AWS EBS operator definition.
 func Operator() d.Operator {
 	return d.Operator{
-		Package:      Package,
-		CSVPrefix:    Name,
+		Package:      names.Package,
+		CSVPrefix:    names.OperatorName,
 		Catalog:      d.Certified,
 		DisplayName:  "AWS EBS CSI Operator",
 		Summary:      "Operator to install and maintain the AWS EBS CSI Driver on a cluster.",
@@ -55,7 +46,7 @@ func Operator() d.Operator {
 		Repository:   "https://github.com/openshift/aws-ebs-csi-driver-operator",
 		Support:      "Red Hat",
 
-		SuggestedNamespace:     OperatorNamespace,
+		SuggestedNamespace:     names.OperatorNamespace,
 		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
 		OpenShiftVersions:      "=v4.5",
 		Architectures:          []string{"amd64"},
@@ -77,7 +68,7 @@ func Operator() d.Operator {
 			},
 		}},
 
-		ServiceAccount: Name,
+		ServiceAccount: names.OperatorName,
 		// The operator runs its driver in another namespace that it creates, so its operand
 		// permissions are cluster-wide.
 		ClusterRules: rules.Join(
@@ -96,7 +87,7 @@ func Operator() d.Operator {
 			},
 		),
 
-		DeploymentName: Name,
+		DeploymentName: names.OperatorName,
 		Deployment:     deployment,
 		Releases: []d.Release{{
 			Version: "4.5.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
@@ -122,13 +113,13 @@ func Operator() d.Operator {
 
 func deployment(r d.Release) appsv1.DeploymentSpec {
 	return d.OperatorPod{
-		Labels:         map[string]string{"name": Name},
-		ServiceAccount: Name,
-		Container:      Name,
+		Labels:         map[string]string{"name": names.OperatorName},
+		ServiceAccount: names.OperatorName,
+		Container:      names.OperatorName,
 		Image:          r.OperatorImage,
 		Args:           []string{"start"},
 		Env: append([]corev1.EnvVar{
-			{Name: "OPERATOR_NAME", Value: Name},
+			{Name: "OPERATOR_NAME", Value: names.OperatorName},
 			d.FieldEnv("POD_NAME", "metadata.name"),
 		}, r.ImageEnv()...),
 		CPU:           "10m",

@@ -11,27 +11,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	names "github.com/csi-olm/csi-olm/internal/names/efs"
+
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	svv1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	svcrd "github.com/csi-olm/csi-olm/sharedvolume/crd"
-)
-
-const (
-	// Package is the OLM package shared with the community operator.
-	Package = "aws-efs-operator"
-	// Name is the CSV prefix, Deployment, container and ServiceAccount name of the operator.
-	Name = "aws-efs-csi-driver-operator"
-)
-
-// The image environment variables the operator reads (issue 5's operator consumes them).
-const (
-	DriverImageEnv        = "DRIVER_IMAGE"
-	ProvisionerImageEnv   = "PROVISIONER_IMAGE"
-	RegistrarImageEnv     = "NODE_DRIVER_REGISTRAR_IMAGE"
-	LivenessProbeEnv      = "LIVENESS_PROBE_IMAGE"
-	KubeRBACProxyImageEnv = "KUBE_RBAC_PROXY_IMAGE"
 )
 
 const description = `The AWS EFS CSI Driver Operator installs and manages the
@@ -71,8 +57,8 @@ Removing the operator itself leaves the driver and every volume working.
 // Operator returns the supported EFS operator definition.
 func Operator() d.Operator {
 	return d.Operator{
-		Package:      Package,
-		CSVPrefix:    Name,
+		Package:      names.Package,
+		CSVPrefix:    names.OperatorName,
 		Catalog:      d.Certified,
 		DisplayName:  "AWS EFS CSI Driver Operator",
 		Summary:      "Install and manage the AWS EFS CSI driver, and give app teams shared EFS volumes.",
@@ -110,7 +96,7 @@ func Operator() d.Operator {
 		}},
 		NativeAPIs: []metav1.GroupVersionKind{{Group: "operator.openshift.io", Version: "v1", Kind: "ClusterCSIDriver"}},
 
-		ServiceAccount: Name,
+		ServiceAccount: names.OperatorName,
 		ClusterRules: rules.Join(
 			rules.OwnCR("operator.openshift.io", "clustercsidrivers"),
 			rules.ClusterOperands(),
@@ -122,7 +108,7 @@ func Operator() d.Operator {
 				rules.CredentialsRequests(),
 				rules.UseSCC("privileged"),
 				// The community operator's SCC is removed once its driver is adopted.
-				d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, "efs-csi-scc"),
+				d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, names.CommunitySCC),
 				// SharedVolumes create claims in the app teams' namespaces; the allow-list is
 				// read from namespace annotations.
 				d.Rule([]string{""}, []string{"persistentvolumeclaims"}, []string{"create", "delete"}),
@@ -142,7 +128,7 @@ func Operator() d.Operator {
 			d.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, d.ReadWrite),
 		}),
 
-		DeploymentName: Name,
+		DeploymentName: names.OperatorName,
 		Deployment:     deployment,
 		Releases: []d.Release{
 			{
@@ -206,26 +192,26 @@ func links() []v1alpha1.AppLink {
 // provisioner, node-driver-registrar, livenessprobe, kube-rbac-proxy.
 func images(driver, provisioner, registrar, liveness, rbacProxy string) []d.Image {
 	return []d.Image{
-		{Name: "aws-efs-csi-driver", Env: DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver@sha256:" + driver},
-		{Name: "csi-external-provisioner", Env: ProvisionerImageEnv, Ref: "registry.k8s.io/sig-storage/csi-provisioner@sha256:" + provisioner},
-		{Name: "csi-node-driver-registrar", Env: RegistrarImageEnv, Ref: "registry.k8s.io/sig-storage/csi-node-driver-registrar@sha256:" + registrar},
-		{Name: "csi-livenessprobe", Env: LivenessProbeEnv, Ref: "registry.k8s.io/sig-storage/livenessprobe@sha256:" + liveness},
-		{Name: "kube-rbac-proxy", Env: KubeRBACProxyImageEnv, Ref: "quay.io/brancz/kube-rbac-proxy@sha256:" + rbacProxy},
+		{Name: "aws-efs-csi-driver", Env: names.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver@sha256:" + driver},
+		{Name: "csi-external-provisioner", Env: names.ProvisionerImageEnv, Ref: "registry.k8s.io/sig-storage/csi-provisioner@sha256:" + provisioner},
+		{Name: "csi-node-driver-registrar", Env: names.RegistrarImageEnv, Ref: "registry.k8s.io/sig-storage/csi-node-driver-registrar@sha256:" + registrar},
+		{Name: "csi-livenessprobe", Env: names.LivenessProbeImageEnv, Ref: "registry.k8s.io/sig-storage/livenessprobe@sha256:" + liveness},
+		{Name: "kube-rbac-proxy", Env: names.KubeRBACProxyImageEnv, Ref: "quay.io/brancz/kube-rbac-proxy@sha256:" + rbacProxy},
 	}
 }
 
 func deployment(r d.Release) appsv1.DeploymentSpec {
 	return d.OperatorPod{
-		Labels:         map[string]string{"app": Name},
-		ServiceAccount: Name,
-		Container:      Name,
+		Labels:         map[string]string{"app": names.OperatorName},
+		ServiceAccount: names.OperatorName,
+		Container:      names.OperatorName,
 		Image:          r.OperatorImage,
 		Args:           []string{"start", "-v=2"},
 		Env: append([]corev1.EnvVar{
 			d.FieldEnv("POD_NAME", "metadata.name"),
 			// The operator deploys the driver into its own namespace.
 			d.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
-			{Name: "OPERATOR_NAME", Value: Name},
+			{Name: "OPERATOR_NAME", Value: names.OperatorName},
 			{Name: "OPERATOR_IMAGE_VERSION", Value: r.Version},
 			{Name: "OPERAND_IMAGE_VERSION", Value: r.Version},
 		}, r.ImageEnv()...),

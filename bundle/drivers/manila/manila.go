@@ -11,24 +11,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	names "github.com/csi-olm/csi-olm/internal/names/manila"
+
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	"github.com/csi-olm/csi-olm/bundle/drivers/manila/crd"
 	api "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
-)
-
-// Names of the 4.5 operator and its operands (DESIGN.md §2).
-const (
-	Package           = "manila-csi-driver-operator"
-	CSVPrefix         = "manila-csi-driver-operator"
-	Name              = "csi-driver-manila-operator"
-	OperatorNamespace = "openshift-manila-csi-driver-operator"
-	OperandNamespace  = "openshift-manila-csi-driver"
-	ControllerName    = "openstack-manila-csi-controllerplugin"
-	NodeName          = "openstack-manila-csi-nodeplugin"
-	NFSNodeName       = "csi-nodeplugin-nfsplugin"
-	CSIDriver         = "manila.csi.openstack.org"
 )
 
 const description = `The CSI Manila driver is able to create and mount OpenStack Manila shares along with
@@ -39,16 +28,16 @@ stateful applications. CSI driver Manila documentation is available
 [here](https://github.com/kubernetes/cloud-provider-openstack/blob/master/docs/using-manila-csi-plugin.md).
 
 Create the ` + "`ManilaDriver`" + ` named ` + "`cluster`" + ` to deploy the driver into the
-` + "`" + OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator manages
-this driver through ClusterCSIDriver ` + "`" + CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver manila`" + `
+` + "`" + names.OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator manages
+this driver through ClusterCSIDriver ` + "`" + names.CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver manila`" + `
 to hand it over.
 `
 
 // Operator returns the OpenStack Manila operator definition.
 func Operator() d.Operator {
 	return d.Operator{
-		Package:     Package,
-		CSVPrefix:   CSVPrefix,
+		Package:     names.Package,
+		CSVPrefix:   names.CSVPrefix,
 		Catalog:     d.Certified,
 		DisplayName: "CSI Driver Manila Operator",
 		Summary:     "A Container Storage Interface (CSI) driver for OpenStack Manila.",
@@ -70,7 +59,7 @@ func Operator() d.Operator {
 		Repository:   "https://github.com/openshift/csi-driver-manila-operator",
 		Support:      "Red Hat",
 
-		SuggestedNamespace:     OperatorNamespace,
+		SuggestedNamespace:     names.OperatorNamespace,
 		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
 		OpenShiftVersions:      "=v4.5",
 		Architectures:          []string{"amd64"},
@@ -92,7 +81,7 @@ func Operator() d.Operator {
 			},
 		}},
 
-		ServiceAccount: Name,
+		ServiceAccount: names.OperatorName,
 		// The operator runs its driver in another namespace that it creates, and reads the
 		// OpenStack credentials from kube-system, so its permissions are cluster-wide.
 		ClusterRules: rules.Join(
@@ -108,7 +97,7 @@ func Operator() d.Operator {
 			},
 		),
 
-		DeploymentName: Name,
+		DeploymentName: names.OperatorName,
 		Deployment:     deployment,
 		Releases: []d.Release{{
 			Version: "4.5.0", Channels: []string{"stable"}, Maturity: "stable",
@@ -127,15 +116,15 @@ func Operator() d.Operator {
 
 func deployment(r d.Release) appsv1.DeploymentSpec {
 	return d.OperatorPod{
-		Labels:         map[string]string{"name": Name},
-		ServiceAccount: Name,
-		Container:      Name,
+		Labels:         map[string]string{"name": names.OperatorName},
+		ServiceAccount: names.OperatorName,
+		Container:      names.OperatorName,
 		Image:          r.OperatorImage,
-		Command:        []string{Name},
+		Command:        []string{names.OperatorName},
 		Env: append([]corev1.EnvVar{
 			d.FieldEnv("WATCH_NAMESPACE", "metadata.annotations['olm.targetNamespaces']"),
 			d.FieldEnv("POD_NAME", "metadata.name"),
-			{Name: "OPERATOR_NAME", Value: Name},
+			{Name: "OPERATOR_NAME", Value: names.OperatorName},
 		}, r.ImageEnv()...),
 		CPU:    "10m",
 		Memory: "50Mi",

@@ -3,8 +3,9 @@ package efs
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
-	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 )
 
@@ -13,7 +14,7 @@ func newReleaseSharedVolumes() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "release-sharedvolumes",
 		Short: "Release SharedVolume finalizers after every EFS operator was uninstalled",
-		Long: `Removes the finalizer ` + controller.Finalizer + ` from SharedVolumes that are being deleted
+		Long: `Removes the finalizer ` + efs.SharedVolumeFinalizer + ` from SharedVolumes that are being deleted
 (all of them with --all), so that their deletion, or the deletion of their CRD, completes once
 no operator is left to do it. Their PersistentVolumes and PersistentVolumeClaims stay as they
 are: the volumes keep working, and deleting the claims and volumes is left to the admin.
