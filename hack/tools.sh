@@ -84,7 +84,7 @@ build_kube() {
 		minor=${minor%%.*}
 		major=${major%%.*}
 		# Without the version stamp the server reports v0.0.0-master, which breaks OLM's
-		# minKubeVersion checks (DESIGN.md §5).
+		# minKubeVersion checks (docs/architecture.md#the-test-bed).
 		local ldflags="" p
 		for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 			ldflags+=" -X $p.gitVersion=$v -X $p.gitMajor=$major -X $p.gitMinor=$minor"
@@ -141,7 +141,7 @@ build_kwok() {
 }
 
 # build_olm NAME: OLM's olm or catalog binary, or olm-crds (the directory of OLM's CRDs), at
-# olm_version. OLM only builds inside its own go.mod (DESIGN.md §5): copy the module out of the
+# olm_version. OLM only builds inside its own go.mod (docs/architecture.md#the-test-bed): copy the module out of the
 # module cache, make it writable, and build there with -mod=mod. (-tags json1 as OLM's Makefile.)
 build_olm() {
 	local v=$olm_version
@@ -179,7 +179,7 @@ build_olm() {
 tool() {
 	case $1 in
 	opm)
-		# containers_image_openpgp avoids cgo gpgme, which cannot be installed here (DESIGN.md §6).
+		# containers_image_openpgp avoids cgo gpgme, which cannot be installed here (docs/architecture.md#dependencies).
 		local v
 		v=$(go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
 		build opm github.com/operator-framework/operator-registry \

@@ -34,7 +34,7 @@ const (
 )
 
 // adoptionController takes over the community operator's driver objects in place, by name
-// (DESIGN.md §3), before library-go's controllers apply theirs:
+// (docs/architecture.md#the-community-efs-operator), before library-go's controllers apply theirs:
 //   - it strips the ownerReferences to the SharedVolume CRD, so deleting the CRD no longer
 //     garbage-collects the driver, and the community ownership label;
 //   - it marks the CSIDriver with the spec hash library-go compares, so that applying ours

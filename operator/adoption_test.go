@@ -24,7 +24,7 @@ import (
 const communityLabel = efs.CommunityOwnedLabel
 
 // seedCommunityInstall creates what the community aws-efs-operator leaves on a cluster
-// (DESIGN.md §3): its SharedVolume CRD, and the driver objects, labelled and owned by the CRD.
+// (docs/architecture.md#the-community-efs-operator): its SharedVolume CRD, and the driver objects, labelled and owned by the CRD.
 func seedCommunityInstall(ctx context.Context, t *testing.T, h *harness) []client.Object {
 	t.Helper()
 	crd, err := testbed.DecodeCRD(communitycrd.SharedVolumes)

@@ -68,7 +68,7 @@ func InstallCRDs(ctx context.Context, c client.Client, crds ...*apiextensionsv1.
 }
 
 // openShiftCRDFiles are the CRDs, from github.com/openshift/api, of the APIs every OpenShift
-// cluster serves and that library-go CSI operators read (DESIGN.md §7).
+// cluster serves and that library-go CSI operators read (docs/architecture.md#what-an-openshift-cluster-provides).
 var openShiftCRDFiles = []string{
 	"operator/v1/zz_generated.crd-manifests/0000_50_csi-driver_01_clustercsidrivers-Default.crd.yaml",
 	"operator/v1/zz_generated.crd-manifests/0000_40_cloud-credential_00_cloudcredentials.crd.yaml",

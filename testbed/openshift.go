@@ -22,7 +22,7 @@ type OpenShiftOptions struct {
 }
 
 // InstallOpenShift gives a plain API server what every OpenShift cluster has and what
-// library-go's CSI controllers wait for (DESIGN.md §7): the OpenShift API CRDs, the singletons
+// library-go's CSI controllers wait for (docs/architecture.md#what-an-openshift-cluster-provides): the OpenShift API CRDs, the singletons
 // named cluster (Infrastructure on AWS, Proxy, APIServer, FeatureGate, CloudCredential) and the
 // cloud-credential operator's namespace.
 func (s *Stack) InstallOpenShift(ctx context.Context, opts OpenShiftOptions) error {

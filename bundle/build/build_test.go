@@ -108,7 +108,7 @@ func csvOf(t *testing.T, b *build.Bundle) *v1alpha1.ClusterServiceVersion {
 	return &csv
 }
 
-// TestCSVContent checks, bundle by bundle, what the issue and DESIGN.md require of the CSVs.
+// TestCSVContent checks, bundle by bundle, what the architecture document requires of the CSVs.
 func TestCSVContent(t *testing.T) {
 	want := map[string]struct {
 		replaces, skipRange, minKube, defaultChannel, channels, namespace, deployment string
@@ -225,7 +225,7 @@ func crdFile(name string) string {
 }
 
 // TestCommunityVersionsUpgradeToSupportedEFS checks the edges the source switch relies on
-// (DESIGN.md §4): the first GA and the head each accept every community version.
+// (docs/architecture.md#upgrades): the first GA and the head each accept every community version.
 func TestCommunityVersionsUpgradeToSupportedEFS(t *testing.T) {
 	var community []string
 	heads := map[string]*v1alpha1.ClusterServiceVersion{}

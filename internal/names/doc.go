@@ -2,5 +2,5 @@
 // its subpackages hold one driver's names each. They are leaves: they import nothing of this
 // module, so the operator, the bundle definitions, the migrate verbs and the test fixtures can
 // all import them without pulling in each other. Names here are load-bearing: adoption and
-// upgrades match objects by them (docs/architecture.md, "Names that must match").
+// upgrades match objects by them (docs/architecture.md#names-that-must-match).
 package names

@@ -1,5 +1,5 @@
 // Package cso is the `csi-olm migrate cso` verb: it hands an OLM-installed AWS EBS or OpenStack
-// Manila CSI driver operator over to the cluster-storage-operator (DESIGN.md §4). OLM removes
+// Manila CSI driver operator over to the cluster-storage-operator (docs/architecture.md#upgrades). OLM removes
 // the old operator; its CR goes without its finalizer running, so the driver keeps serving
 // volumes; and ClusterCSIDriver asks the CSO-era operator to take the driver over.
 package cso

@@ -20,7 +20,7 @@ import (
 // driver itself.
 const csoNamespace = "openshift-cluster-csi-drivers"
 
-// driver is what the migration of one OLM-era operator needs to know (DESIGN.md §2).
+// driver is what the migration of one OLM-era operator needs to know (docs/architecture.md#the-three-drivers).
 type driver struct {
 	name     string
 	pkg      string

@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// TestDriversMatchDesign pins the names a hand-over depends on (DESIGN.md §2 and §4): a typo
+// TestDriversMatchDesign pins the names a hand-over depends on (docs/architecture.md#the-three-drivers and docs/architecture.md#upgrades): a typo
 // here would delete the wrong Subscription's operator or create a ClusterCSIDriver nobody watches.
 func TestDriversMatchDesign(t *testing.T) {
 	tests := []struct {

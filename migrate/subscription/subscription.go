@@ -1,6 +1,6 @@
 // Package subscription is the `csi-olm migrate subscription` verb: it moves the Subscription of
 // the community aws-efs-operator to the certified catalog, the documented upgrade to the
-// supported EFS operator (DESIGN.md §4), and checks that the driver kept serving every volume.
+// supported EFS operator (docs/architecture.md#upgrades), and checks that the driver kept serving every volume.
 package subscription
 
 import (

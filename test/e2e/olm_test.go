@@ -77,7 +77,7 @@ func (f *olmFixture) installCommunity(ctx context.Context, t testing.TB) {
 	}
 }
 
-// switchSource edits only spec.source, as DESIGN.md §4 documents for admins.
+// switchSource edits only spec.source, as docs/architecture.md#upgrades documents for admins.
 func (f *olmFixture) switchSource(ctx context.Context) error {
 	var sub operatorsv1alpha1.Subscription
 	key := client.ObjectKey{Namespace: testbed.OperatorsNamespace, Name: efsPackage}

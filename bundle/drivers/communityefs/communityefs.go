@@ -1,5 +1,5 @@
 // Package communityefs defines the community aws-efs-operator as it exists in the field
-// (DESIGN.md §3): the releases that clusters upgrade from. It is published only in the community
+// (docs/architecture.md#the-community-efs-operator): the releases that clusters upgrade from. It is published only in the community
 // catalog; csi-olm reproduces it so that the upgrade to the supported operator is tested for real.
 package communityefs
 

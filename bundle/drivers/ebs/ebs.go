@@ -106,7 +106,7 @@ func Operator() d.Operator {
 		}},
 		Waivers: []d.Waiver{{
 			Contains: `channel(s) ["preview"] are not following the recommended naming convention`,
-			Reason:   "the 4.5 EBS operator was a tech preview, published in the preview channel (DESIGN.md §2)",
+			Reason:   "the 4.5 EBS operator was a tech preview, published in the preview channel (docs/architecture.md#the-three-drivers)",
 		}},
 	}
 }

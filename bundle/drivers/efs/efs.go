@@ -1,7 +1,7 @@
 // Package efs defines the supported AWS EFS CSI driver operator and its release history.
 //
 // It is published in package aws-efs-operator, the community operator's package, so that a
-// community install upgrades to it by switching only its Subscription's source (DESIGN.md §4).
+// community install upgrades to it by switching only its Subscription's source (docs/architecture.md#upgrades).
 package efs
 
 import (
@@ -176,7 +176,7 @@ func Operator() d.Operator {
 		Waivers: []d.Waiver{{
 			Contains: `channel(s) ["preview"] are not following the recommended naming convention`,
 			Versions: []string{"4.9.0"},
-			Reason:   "tech-preview releases go in the preview channel, as OpenShift's storage operators do (DESIGN.md §2)",
+			Reason:   "tech-preview releases go in the preview channel, as OpenShift's storage operators do (docs/architecture.md#the-three-drivers)",
 		}},
 	}
 }
