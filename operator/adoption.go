@@ -6,8 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
 	"github.com/openshift/library-go/pkg/controller/factory"
@@ -21,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 const adoptionControllerName = "AWSEFSDriverAdoption"

@@ -8,17 +8,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -27,12 +27,11 @@ import (
 // waitAll waits until every object exists, polling every 20ms, and returns when the last appeared.
 func (h *harness) waitAll(ctx context.Context, objects []client.Object) error {
 	for _, obj := range objects {
-		for h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj) != nil {
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("waiting for %T %s: %w", obj, obj.GetName(), ctx.Err())
-			case <-time.After(20 * time.Millisecond):
-			}
+		err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			return h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj) == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for %T %s: %w", obj, obj.GetName(), err)
 		}
 	}
 	return nil

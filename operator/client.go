@@ -3,8 +3,6 @@ package operator
 import (
 	"fmt"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/genericoperatorclient"
@@ -14,6 +12,8 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
+
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 // newOperatorClient watches only ClusterCSIDriver efs.csi.aws.com: a CR with any other name is

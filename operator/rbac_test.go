@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )

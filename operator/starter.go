@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	configinformers "github.com/openshift/client-go/config/informers/externalversions"
@@ -29,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator/assets"
 	svcontroller "github.com/csi-olm/csi-olm/sharedvolume/controller"
 )
@@ -94,7 +93,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 		// library-go's static resource controller applies its manifests in every state but
 		// Unmanaged; applying them only while Managed lets the uninstall controller remove them.
 		WithConditionalStaticResourcesController("AWSEFSDriverStaticResourcesController", kubeClient, dynamicClient, kubeInformers, read,
-			append(append([]string{}, assets.StaticFiles...), assets.ServiceMonitorFile), gated.managed, never).
+			assets.StaticFiles, gated.managed, never).
 		WithCredentialsRequestController("AWSEFSDriverCredentialsRequestController", ns, read, assets.CredentialsFile, dynamicClient, operatorInformers, stsHook).
 		WithCSIConfigObserverController("AWSEFSDriverCSIConfigObserverController", configInformers).
 		WithCSIDriverControllerService("AWSEFSDriverControllerServiceController", read, assets.ControllerFile, kubeClient, nsInformers, configInformers,

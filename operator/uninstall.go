@@ -7,22 +7,24 @@ import (
 	"strings"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	applyoperatorv1 "github.com/openshift/client-go/operator/applyconfigurations/operator/v1"
 	"github.com/openshift/library-go/pkg/controller/factory"
 	"github.com/openshift/library-go/pkg/operator/events"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/pager"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator/assets"
 )
 
@@ -83,11 +85,9 @@ func newUninstallController(c *uninstallController, recorder events.Recorder) fa
 // operandObjects lists every object of the driver: the manifests the operator applies and the
 // community driver's SCC.
 func operandObjects(namespace string) ([]operandObject, error) {
-	files := append(append([]string{}, assets.StaticFiles...),
-		assets.ControllerFile, assets.NodeFile, assets.StorageClassFile, assets.ServiceMonitorFile, assets.CredentialsFile)
 	read := assets.For(namespace)
 	var objects []operandObject
-	for _, f := range files {
+	for _, f := range assets.OperandFiles {
 		raw, err := read(f)
 		if err != nil {
 			return nil, err
@@ -225,21 +225,17 @@ func (c *uninstallController) delete(ctx context.Context, objects []operandObjec
 // maxListedVolumes names, sorted, and the total.
 func (c *uninstallController) efsVolumes(ctx context.Context) ([]string, int, error) {
 	var names []string
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := c.kube.CoreV1().PersistentVolumes().List(ctx, opts)
-		if err != nil {
-			return nil, 0, fmt.Errorf("listing PersistentVolumes: %w", err)
+	list := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return c.kube.CoreV1().PersistentVolumes().List(ctx, opts)
+	})
+	err := list.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		if pv := obj.(*corev1.PersistentVolume); pv.Spec.CSI != nil && pv.Spec.CSI.Driver == efs.DriverName {
+			names = append(names, pv.Name)
 		}
-		for _, pv := range list.Items {
-			if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == efs.DriverName {
-				names = append(names, pv.Name)
-			}
-		}
-		if list.Continue == "" {
-			break
-		}
-		opts.Continue = list.Continue
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing PersistentVolumes: %w", err)
 	}
 	sort.Strings(names)
 	total := len(names)

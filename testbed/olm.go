@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/olm"
@@ -95,34 +96,30 @@ func (s *Stack) CreateCatalogSource(ctx context.Context, namespace, name, addr s
 func WaitForSubscription(ctx context.Context, c client.Client, namespace, name, want string, cond func(*operatorsv1alpha1.Subscription) bool) (*operatorsv1alpha1.Subscription, error) {
 	var sub operatorsv1alpha1.Subscription
 	key := client.ObjectKey{Namespace: namespace, Name: name}
-	for {
-		err := c.Get(ctx, key, &sub)
-		if err == nil && cond(&sub) {
-			return &sub, nil
-		}
-		select {
-		case <-ctx.Done():
-			return &sub, fmt.Errorf("Subscription %s/%s did not reach %s: %w\n%s", namespace, name, want, ctx.Err(), olm.DescribeSubscription(&sub, err))
-		case <-time.After(200 * time.Millisecond):
-		}
+	var getErr error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		getErr = c.Get(ctx, key, &sub)
+		return getErr == nil && cond(&sub), nil
+	})
+	if err != nil {
+		return &sub, fmt.Errorf("Subscription %s/%s did not reach %s: %w\n%s", namespace, name, want, err, olm.DescribeSubscription(&sub, getErr))
 	}
+	return &sub, nil
 }
 
 // WaitForCSV waits until a CSV reaches a phase, reporting its last phase, reason and message.
 func WaitForCSV(ctx context.Context, c client.Client, namespace, name string, phase operatorsv1alpha1.ClusterServiceVersionPhase) error {
 	var csv operatorsv1alpha1.ClusterServiceVersion
-	for {
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &csv)
-		if err == nil && csv.Status.Phase == phase {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("CSV %s/%s did not reach %s: %w (phase=%q reason=%q message=%q, get error: %v)",
-				namespace, name, phase, ctx.Err(), csv.Status.Phase, csv.Status.Reason, csv.Status.Message, err)
-		case <-time.After(200 * time.Millisecond):
-		}
+	var getErr error
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		getErr = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &csv)
+		return getErr == nil && csv.Status.Phase == phase, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CSV %s/%s did not reach %s: %w (phase=%q reason=%q message=%q, get error: %v)",
+			namespace, name, phase, err, csv.Status.Phase, csv.Status.Reason, csv.Status.Message, getErr)
 	}
+	return nil
 }
 
 // WaitForDeploymentAvailable waits until a Deployment reports Available.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // MarkerEnv is set on every process a stack starts, with the stack's directory as value, so a
@@ -84,17 +86,17 @@ func (p *process) stop(grace time.Duration) {
 		return
 	}
 	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
-	deadline := time.Now().Add(grace)
-	for time.Now().Before(deadline) {
-		if !groupAlive(p.PID) {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if waitGroupGone(p.PID, grace) {
+		return
 	}
 	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
-	for end := time.Now().Add(5 * time.Second); groupAlive(p.PID) && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitGroupGone(p.PID, 5*time.Second)
+}
+
+// waitGroupGone reports whether a process group ended within the time given.
+func waitGroupGone(pid int, within time.Duration) bool {
+	gone := func(context.Context) (bool, error) { return !groupAlive(pid), nil }
+	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, within, true, gone) == nil
 }
 
 // hasMarker reports whether a process carries the MarkerEnv value of a stack.
@@ -210,21 +212,19 @@ func splitNUL(b []byte) [][]byte {
 // poll calls check until it returns nil, the context ends or the process dies.
 func poll(ctx context.Context, p *process, what string, check func(context.Context) error) error {
 	var last error
-	for {
-		if err := check(ctx); err == nil {
-			return nil
-		} else {
-			last = err
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if last = check(ctx); last == nil {
+			return true, nil
 		}
 		if p != nil {
 			if done, err := p.exited(); done {
-				return fmt.Errorf("%s exited while waiting for %s (%v); log tail:\n%s", p.Name, what, err, Tail(p.Log, 20))
+				return false, fmt.Errorf("%s exited while waiting for %s (%v); log tail:\n%s", p.Name, what, err, Tail(p.Log, 20))
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last check: %v)", what, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("waiting for %s: %w (last check: %v)", what, err, last)
 	}
+	return err
 }

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	"github.com/openshift/library-go/pkg/controller/controllercmd"
 	"github.com/spf13/cobra"
 	k8sversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/utils/clock"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/version"
 	"github.com/csi-olm/csi-olm/operator"
 )

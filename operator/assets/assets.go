@@ -6,6 +6,7 @@ package assets
 import (
 	"bytes"
 	"embed"
+	"slices"
 
 	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
 )
@@ -13,7 +14,7 @@ import (
 //go:embed *.yaml rbac/*.yaml
 var files embed.FS
 
-// Manifests applied by the static resource controller, in order.
+// StaticFiles are the manifests the static resource controller applies, in order.
 var StaticFiles = []string{
 	"node_sa.yaml",
 	"controller_sa.yaml",
@@ -30,17 +31,24 @@ var StaticFiles = []string{
 	"rbac/kube_rbac_proxy_binding.yaml",
 	"rbac/prometheus_role.yaml",
 	"rbac/prometheus_binding.yaml",
+	"servicemonitor.yaml",
 }
 
-// Files of the manifests the other controllers apply.
+// The manifests that the other controllers apply, one each.
 const (
-	ControllerFile     = "controller.yaml"
-	NodeFile           = "node.yaml"
-	StorageClassFile   = "storageclass.yaml"
-	ServiceMonitorFile = "servicemonitor.yaml"
-	CredentialsFile    = "credentials.yaml"
-	PrometheusRuleFile = "prometheusrule.yaml"
+	ControllerFile   = "controller.yaml"
+	NodeFile         = "node.yaml"
+	StorageClassFile = "storageclass.yaml"
+	CredentialsFile  = "credentials.yaml"
 )
+
+// OperandFiles are all the manifests the driver consists of: what the controllers above apply,
+// and exactly what an uninstall deletes.
+var OperandFiles = slices.Concat(StaticFiles, []string{ControllerFile, NodeFile, StorageClassFile, CredentialsFile})
+
+// PrometheusRuleFile is the operator's own alert, not part of the driver: the presence controller
+// keeps it while the operator runs, whatever the CR says.
+const PrometheusRuleFile = "prometheusrule.yaml"
 
 // For returns the manifests with ${NAMESPACE} set to namespace.
 func For(namespace string) resourceapply.AssetFunc {

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorclient "github.com/openshift/client-go/operator/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 // Release removes the operator's finalizers from the CR.

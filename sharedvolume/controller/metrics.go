@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
@@ -34,7 +35,7 @@ func init() {
 // reportPhases recounts the SharedVolumes per phase from the cache every few seconds: a count
 // kept up to date by each reconcile would drift whenever an update is lost.
 func reportPhases(ctx context.Context, c client.Reader) {
-	for {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		var list v1alpha1.SharedVolumeList
 		if err := c.List(ctx, &list); err == nil {
 			counts := map[v1alpha1.SharedVolumePhase]int{}
@@ -51,10 +52,5 @@ func reportPhases(ctx context.Context, c client.Reader) {
 		} else {
 			klog.V(4).Infof("counting SharedVolumes: %v", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(5 * time.Second):
-		}
-	}
+	}, 5*time.Second)
 }

@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
@@ -86,17 +86,17 @@ func waitForAPI(ctx context.Context, config *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	for logged := false; ; logged = true {
+	logged := false
+	// Cancellation is not an error here: the caller stops with its context.
+	_ = wait.PollUntilContextCancel(ctx, 10*time.Second, true, func(context.Context) (bool, error) {
 		if _, err := disco.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String()); err == nil {
-			return nil
+			return true, nil
 		}
 		if !logged {
 			klog.Infof("waiting for the SharedVolume API %s to be served", v1alpha1.GroupVersion)
+			logged = true
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(10 * time.Second):
-		}
-	}
+		return false, nil
+	})
+	return nil
 }

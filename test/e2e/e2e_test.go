@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -40,14 +42,12 @@ func TestMain(m *testing.M) {
 // waitForNoSurvivors gives processes killed a moment ago time to disappear, and returns those
 // that do not.
 func waitForNoSurvivors(marker string, within time.Duration) []int {
-	deadline := time.Now().Add(within)
-	for {
-		pids := testbed.Survivors(marker)
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return pids
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var pids []int
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, within, true, func(context.Context) (bool, error) {
+		pids = testbed.Survivors(marker)
+		return len(pids) == 0, nil
+	})
+	return pids
 }
 
 func TestControlPlane(t *testing.T) {

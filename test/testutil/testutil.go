@@ -2,10 +2,6 @@
 package testutil
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"context"
 	"fmt"
 	"os"
@@ -16,6 +12,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Opm returns the opm binary that `make test` builds from this module's operator-registry and
@@ -96,16 +97,14 @@ func BuildBinary(tb testing.TB, pkg string, tags ...string) string {
 // awaited and the last reason it was not there.
 func Eventually(ctx context.Context, what string, cond func(context.Context) error) error {
 	var last error
-	for {
-		if last = cond(ctx); last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w (last: %v)", what, err, last)
 	}
+	return nil
 }
 
 // Parallel runs fn(i) for every i in [0, n) on 16 goroutines and returns the first error.

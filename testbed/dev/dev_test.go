@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/csi-olm/csi-olm/testbed"
 	"github.com/csi-olm/csi-olm/testbed/dev"
 )
@@ -46,10 +48,9 @@ func TestUpDown(t *testing.T) {
 	if err := stop.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(testbed.Survivors(st.Dir)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return len(testbed.Survivors(st.Dir)) == 0, nil
+	})
 	if pids := testbed.Survivors(st.Dir); len(pids) > 0 {
 		t.Errorf("processes survived dev down: %v", pids)
 	}

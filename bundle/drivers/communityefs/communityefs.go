@@ -10,12 +10,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	names "github.com/csi-olm/csi-olm/internal/names/efs"
-
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
 	sv "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
+	names "github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 const description = `Management of AWS EFS read-write-many mounts.

@@ -10,13 +10,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	names "github.com/csi-olm/csi-olm/internal/names/ebs"
-
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/crd"
 	api "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
+	names "github.com/csi-olm/csi-olm/internal/names/ebs"
 )
 
 const description = `Operator to install and maintain the AWS EBS CSI Driver on a cluster.

@@ -11,11 +11,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	names "github.com/csi-olm/csi-olm/internal/names/efs"
-
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
+	names "github.com/csi-olm/csi-olm/internal/names/efs"
 	svv1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	svcrd "github.com/csi-olm/csi-olm/sharedvolume/crd"
 )

@@ -11,13 +11,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	names "github.com/csi-olm/csi-olm/internal/names/manila"
-
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	"github.com/csi-olm/csi-olm/bundle/drivers/manila/crd"
 	api "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	names "github.com/csi-olm/csi-olm/internal/names/manila"
 )
 
 const description = `The CSI Manila driver is able to create and mount OpenStack Manila shares along with

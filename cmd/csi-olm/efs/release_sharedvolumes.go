@@ -3,9 +3,8 @@ package efs
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 )
 
