@@ -13,7 +13,9 @@ export CSI_OLM_TOOLS_DIR := $(TOOLS_DIR)
 BIN := bin
 CSI_OLM := $(BIN)/csi-olm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X github.com/csi-olm/csi-olm/internal/version.version=$(VERSION)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/csi-olm/csi-olm/internal/version.version=$(VERSION) \
+	-X github.com/csi-olm/csi-olm/internal/version.commit=$(COMMIT)
 
 # API packages and the directories their CRDs are generated into: <types>=<crd dir>.
 APIS := sharedvolume/api/v1alpha1=sharedvolume/crd \
@@ -35,8 +37,8 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 
 .PHONY: test
-test: tools image-builder ## Run the tests (unit, golden, real-opm and real-apiserver tests)
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test $$($(GO) list ./... | grep -v /test/e2e)
+test: tools image-builder ## Run the tests (unit, golden, real-opm and real-apiserver tests) with the race detector
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -race -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
 e2e: tools ## Run the end-to-end tests on the local test bed (etcd, kube-apiserver, kwok, OLM, opm)
@@ -118,6 +120,7 @@ verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go 
 	$(GO) mod tidy
 	cd hack/tools/kube && $(GO) mod tidy
 	$(MAKE) generate catalog
+	hack/check-tracked-files.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...

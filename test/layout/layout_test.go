@@ -1,0 +1,342 @@
+// Package layout_test keeps the repository's shape: which layer may import which, what the
+// release binaries link, and that every document the code cites is in the repository. The rules
+// are written down in docs/architecture.md#layers; these tests are how they stay true.
+package layout_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/csi-olm/csi-olm"
+
+// root is the repository's top directory: the tests run in test/layout.
+const root = "../.."
+
+// pkg is the part of `go list -json` these tests read.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// goList runs `go list -json` in the repository and decodes its stream of packages.
+func goList(t *testing.T, args ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			return pkgs
+		} else if err != nil {
+			t.Fatalf("decoding go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+}
+
+// Layers, lowest first. A package may import its own layer's packages and lower layers', with
+// the exceptions below; the names are paths relative to the module.
+const (
+	leaf   = iota // shared leaves: names, kube helpers, API types, CRDs, embedded assets
+	domain        // bundle, catalog, operator, sharedvolume, migrate, testbed, efs-utils-base
+	cli           // cmd: thin cobra wiring over domain actions
+	tests         // test: suites, fixtures and test helpers
+)
+
+var layerNames = []string{"leaf", "domain", "cli", "test"}
+
+// leaves are the packages below the domains, by path or path prefix (ending in "/").
+var leaves = []string{
+	"internal/",
+	"sharedvolume/api/",
+	"sharedvolume/crd",
+	"operator/assets",
+	"bundle/drivers/icons",
+}
+
+// leafPattern matches the API types and CRDs of the EBS, Manila and community EFS definitions.
+var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|crd)$`)
+
+// domainImports are the only imports allowed from one domain into another: catalogs are built
+// from bundles, and the operator runs the SharedVolume controller in its process.
+var domainImports = map[string][]string{
+	"catalog":  {"bundle"},
+	"operator": {"sharedvolume"},
+}
+
+func layerOf(rel string) int {
+	switch top, _, _ := strings.Cut(rel, "/"); {
+	case top == "cmd":
+		return cli
+	case top == "test":
+		return tests
+	case leafPattern.MatchString(rel):
+		return leaf
+	}
+	for _, l := range leaves {
+		if rel == strings.TrimSuffix(l, "/") || (strings.HasSuffix(l, "/") && strings.HasPrefix(rel, l)) {
+			return leaf
+		}
+	}
+	return domain
+}
+
+func topDir(rel string) string {
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+// importProblem says why from may not import to, or returns "" when it may.
+func importProblem(from, to string) string {
+	lf, lt := layerOf(from), layerOf(to)
+	switch {
+	case lt > lf:
+		return "a " + layerNames[lf] + " package imports the higher " + layerNames[lt] + " layer"
+	case lf == leaf && lt == leaf:
+		return ""
+	case lf == domain && lt == domain && topDir(from) != topDir(to) && !slices.Contains(domainImports[topDir(from)], topDir(to)):
+		return "domain " + topDir(from) + " may not import domain " + topDir(to)
+	case lf == cli && lt == cli && topDir(strings.TrimPrefix(from, "cmd/")) != topDir(strings.TrimPrefix(to, "cmd/")):
+		return "one binary's CLI imports another's"
+	}
+	return ""
+}
+
+func TestImportRule(t *testing.T) {
+	for _, tt := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"cmd/csi-olm/bundle", "bundle/generate", true},
+		{"catalog/generate", "bundle/definition", true},
+		{"operator", "sharedvolume/controller", true},
+		{"migrate/cso", "internal/names/ebs", true},
+		{"bundle/drivers/efs", "sharedvolume/crd", true},
+		{"test/e2e", "cmd/csi-olm", true},
+		{"bundle/generate", "cmd/csi-olm/bundle", false},
+		{"operator/releasefinalizer", "test/fixture", false},
+		{"internal/kube", "operator", false},
+		{"migrate/subscription", "operator", false},
+		{"bundle/build", "catalog/validation", false},
+		{"cmd/csi-olm", "cmd/aws-efs-csi-driver-operator", false},
+	} {
+		if got := importProblem(tt.from, tt.to) == ""; got != tt.ok {
+			t.Errorf("%s -> %s allowed = %v, want %v (%s)", tt.from, tt.to, got, tt.ok, importProblem(tt.from, tt.to))
+		}
+	}
+}
+
+// TestImportsGoOneWay checks every import of every package of the module (not its tests, which
+// may use the test bed and fixtures) against the layers.
+func TestImportsGoOneWay(t *testing.T) {
+	pkgs := goList(t, "./...")
+	if len(pkgs) < 30 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	for _, p := range pkgs {
+		from := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		for _, imp := range p.Imports {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			to := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if why := importProblem(from, to); why != "" {
+				t.Errorf("%s imports %s: %s", from, to, why)
+			}
+		}
+	}
+}
+
+// testingImporters are the only packages a release binary may link `testing` through:
+// operator-framework/api's bundle validators keep a test suite helper in a non-test file of
+// pkg/validation/internal, so any program that runs those validators links it.
+var testingImporters = map[string][]string{
+	"cmd/csi-olm":                    {"github.com/operator-framework/api/pkg/validation/internal"},
+	"cmd/aws-efs-csi-driver-operator": nil,
+}
+
+// TestReleaseBinariesDoNotLinkTestCode: neither binary links this module's test code, and
+// `testing` only through the third-party package named above.
+func TestReleaseBinariesDoNotLinkTestCode(t *testing.T) {
+	for main, allowed := range testingImporters {
+		t.Run(main, func(t *testing.T) {
+			pkgs := goList(t, "-deps", "./"+main)
+			var importers []string
+			for _, p := range pkgs {
+				if strings.HasPrefix(p.ImportPath, module+"/test/") {
+					t.Errorf("%s links test package %s", main, p.ImportPath)
+				}
+				if slices.Contains(p.Imports, "testing") {
+					importers = append(importers, p.ImportPath)
+				}
+			}
+			slices.Sort(importers)
+			if !slices.Equal(importers, allowed) {
+				t.Errorf("%s links package testing through %v, want only %v", main, importers, allowed)
+			}
+		})
+	}
+}
+
+// TestKillHookIsNotInReleaseBuilds: the migrate verbs' SIGKILL test hook is compiled only with
+// the csiolm_killhook build tag, which the tests' own builds set.
+func TestKillHookIsNotInReleaseBuilds(t *testing.T) {
+	const hook = "CSI_OLM_MIGRATE_KILL_AFTER"
+	for _, tags := range []string{"", "csiolm_killhook"} {
+		bin := filepath.Join(t.TempDir(), "csi-olm")
+		cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, "./cmd/csi-olm")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build -tags %q: %v\n%s", tags, err, out)
+		}
+		raw, err := os.ReadFile(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := bytes.Contains(raw, []byte(hook)), tags != ""; got != want {
+			t.Errorf("built with tags %q: the binary contains %s = %v, want %v", tags, hook, got, want)
+		}
+	}
+}
+
+// TestMakeStampsTheBuild: `make cli` records the version and the commit, and `csi-olm version`
+// prints both.
+func TestMakeStampsTheBuild(t *testing.T) {
+	head, err := exec.Command("git", "-C", root, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout, nothing to stamp: %v", err)
+	}
+	bin := t.TempDir()
+	cmd := exec.Command("make", "--no-print-directory", "cli", "BIN="+bin)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("make cli: %v\n%s", err, out)
+	}
+	out, err := exec.Command(filepath.Join(bin, "csi-olm"), "version", "-o", "json").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info struct{ Version, Commit string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		t.Fatalf("version -o json: %v\n%s", err, out)
+	}
+	if want := strings.TrimSpace(string(head)); info.Commit != want || info.Version == "" || info.Version == "dev" {
+		t.Errorf("version = %+v, want commit %s and a version from git describe", info, want)
+	}
+}
+
+// TestMainsAreThin: a main only wires; the work is in packages that tests can call.
+func TestMainsAreThin(t *testing.T) {
+	mains, err := filepath.Glob(filepath.Join(root, "cmd", "*", "main.go"))
+	if err != nil || len(mains) != 2 {
+		t.Fatalf("found mains %v (%v), want the two binaries'", mains, err)
+	}
+	for _, m := range mains {
+		raw, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(raw, []byte("\n")); n >= 100 {
+			t.Errorf("%s has %d lines, want under 100", m, n)
+		}
+	}
+}
+
+var (
+	// A citation starts the path: "https://…/docs/x.md" of another project is not one.
+	citation = regexp.MustCompile("(?:^|[\\s(`\"'\\[])docs/([a-z0-9-]+\\.md)(#[a-z0-9-]+)?")
+	heading  = regexp.MustCompile(`^#+ +(.+)$`)
+)
+
+// anchors returns the GitHub anchors of a Markdown file's headings.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	found := map[string]bool{}
+	inFence := false
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := s.Text()
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		if m := heading.FindStringSubmatch(line); m != nil && !inFence {
+			a := strings.Map(func(r rune) rune {
+				switch {
+				case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+					return r
+				case r == ' ':
+					return '-'
+				}
+				return -1
+			}, strings.ToLower(m[1]))
+			found["#"+a] = true
+		}
+	}
+	return found
+}
+
+// TestCitedDocumentsExist: every docs/<file>.md#<heading> cited anywhere in the repository
+// resolves, and nothing cites a design document outside the repository.
+func TestCitedDocumentsExist(t *testing.T) {
+	out, err := exec.Command("git", "-C", root, "ls-files").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	docs := map[string]map[string]bool{}
+	cited := 0
+	for _, file := range strings.Fields(string(out)) {
+		if strings.HasPrefix(file, "catalog/") || strings.HasPrefix(file, "bundle/aws-") || strings.HasPrefix(file, "bundle/manila") {
+			continue // generated
+		}
+		raw, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		if bytes.Contains(raw, []byte("DESIGN.md")) || bytes.Contains(raw, []byte("shared/DESIGN")) {
+			t.Errorf("%s cites DESIGN.md, which is not in the repository: cite docs/architecture.md", file)
+		}
+		for _, m := range citation.FindAllStringSubmatch(string(raw), -1) {
+			cited++
+			doc := m[1]
+			if docs[doc] == nil {
+				if _, err := os.Stat(filepath.Join(root, "docs", doc)); err != nil {
+					t.Errorf("%s cites docs/%s, which does not exist", file, doc)
+					docs[doc] = map[string]bool{}
+					continue
+				}
+				docs[doc] = anchors(t, filepath.Join(root, "docs", doc))
+			}
+			if m[2] != "" && !docs[doc][m[2]] {
+				t.Errorf("%s cites docs/%s%s, which has no such heading", file, doc, m[2])
+			}
+		}
+	}
+	if cited == 0 {
+		t.Error("found no citation of docs/ at all: the scan is broken")
+	}
+}
