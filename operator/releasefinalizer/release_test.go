@@ -9,7 +9,6 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,21 +55,10 @@ func TestReleaseFinalizer(t *testing.T) {
 	}
 
 	// While any EFS operator runs, the supported one or the community one, the verb refuses.
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-operators"}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range efs.OperatorDeployments {
-		deploy := testutil.Deployment("openshift-operators", name)
-		if err := c.Create(ctx, deploy); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := run(false); err == nil || !strings.Contains(err.Error(), "is still installed (Deployment openshift-operators/"+name+")") {
-			t.Fatalf("err = %v, want a refusal naming the operator Deployment %s", err, name)
-		}
-		if err := c.Delete(ctx, deploy); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.AssertRefusedWhileOperatorsRun(ctx, t, c, efs.OperatorDeployments, func() error {
+		_, err := run(false)
+		return err
+	}, "is still installed")
 
 	// By default it only prints its plan.
 	out, err := run(true)

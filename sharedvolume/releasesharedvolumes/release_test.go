@@ -68,21 +68,10 @@ func TestReleaseSharedVolumes(t *testing.T) {
 
 	// While any SharedVolume controller runs, the supported operator's or the community one's,
 	// the verb refuses and releases nothing.
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "openshift-operators"}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range efs.OperatorDeployments {
-		deploy := testutil.Deployment("openshift-operators", name)
-		if err := c.Create(ctx, deploy); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := release(false); err == nil || !strings.Contains(err.Error(), "still runs (Deployment openshift-operators/"+name+")") {
-			t.Fatalf("err = %v, want a refusal naming Deployment %s", err, name)
-		}
-		if err := c.Delete(ctx, deploy); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.AssertRefusedWhileOperatorsRun(ctx, t, c, efs.OperatorDeployments, func() error {
+		_, err := release(false)
+		return err
+	}, "still runs")
 	if err := c.Get(ctx, client.ObjectKeyFromObject(deleted), deleted); err != nil {
 		t.Fatalf("a refused run released the SharedVolume: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Opm returns the opm binary that `make test` builds from this module's operator-registry and
@@ -132,8 +133,32 @@ func Parallel(n int, fn func(i int) error) error {
 	return first
 }
 
-// Deployment is the smallest valid Deployment, for tests that only need one to exist.
-func Deployment(namespace, name string) *appsv1.Deployment {
+// AssertRefusedWhileOperatorsRun creates, one at a time, a Deployment of each name in a new
+// namespace openshift-operators, and checks that run fails with an error naming it while it
+// exists. The verbs that stand in for an uninstalled operator must refuse while one runs.
+func AssertRefusedWhileOperatorsRun(ctx context.Context, t testing.TB, c client.Client, names []string, run func() error, refusal string) {
+	t.Helper()
+	const ns = "openshift-operators"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		deploy := deployment(ns, name)
+		if err := c.Create(ctx, deploy); err != nil {
+			t.Fatal(err)
+		}
+		want := refusal + " (Deployment " + ns + "/" + name + ")"
+		if err := run(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want a refusal containing %q", err, want)
+		}
+		if err := c.Delete(ctx, deploy); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// deployment is the smallest valid Deployment.
+func deployment(namespace, name string) *appsv1.Deployment {
 	labels := map[string]string{"app": name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
