@@ -107,7 +107,7 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume) (v1a
 		return failed(sv, ReasonNotAllowed, why), nil
 	}
 	pv := &corev1.PersistentVolume{}
-	switch err := r.getAny(ctx, client.ObjectKey{Name: PVName(sv)}, pv); {
+	switch err := r.getAny(ctx, client.ObjectKey{Name: pvName(sv)}, pv); {
 	case apierrors.IsNotFound(err):
 		pv = desiredPV(sv)
 		if err := r.Create(ctx, pv, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -121,7 +121,7 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume) (v1a
 		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s", pv.Name, pv.Spec.CSI.VolumeHandle, sv.Spec.FileSystemID, sv.Spec.AccessPointID)), nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	switch err := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: PVCName(sv)}, pvc); {
+	switch err := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: pvcName(sv)}, pvc); {
 	case apierrors.IsNotFound(err):
 		pvc = desiredPVC(sv)
 		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -217,8 +217,8 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 		}
 	}
 	for _, obj := range []client.Object{
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: PVCName(sv)}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: PVName(sv)}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: pvcName(sv)}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName(sv)}},
 	} {
 		err := r.getAny(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {

@@ -26,11 +26,11 @@ const (
 
 var volumeSize = resource.MustParse("1Gi")
 
-// PVName is the PersistentVolume of a SharedVolume.
-func PVName(sv *v1alpha1.SharedVolume) string { return "pv-" + sv.Namespace + "-" + sv.Name }
+// pvName is the PersistentVolume of a SharedVolume.
+func pvName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePV(sv.Namespace, sv.Name) }
 
-// PVCName is the PersistentVolumeClaim of a SharedVolume, in its namespace.
-func PVCName(sv *v1alpha1.SharedVolume) string { return "pvc-" + sv.Name }
+// pvcName is the PersistentVolumeClaim of a SharedVolume, in its namespace.
+func pvcName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePVC(sv.Name) }
 
 func ownerLabels(sv *v1alpha1.SharedVolume) map[string]string {
 	return map[string]string{efs.SharedVolumeOwnerNamespaceLabel: sv.Namespace, efs.SharedVolumeOwnerNameLabel: sv.Name, efs.CommunityOwnedLabel: "true"}
@@ -53,7 +53,7 @@ func owner(obj metav1.Object) string {
 
 func desiredPV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
 	return &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: PVName(sv), Labels: ownerLabels(sv)},
+		ObjectMeta: metav1.ObjectMeta{Name: pvName(sv), Labels: ownerLabels(sv)},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: volumeSize},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
@@ -61,7 +61,7 @@ func desiredPV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			StorageClassName:              efs.StorageClass,
 			// Pre-bound: only the SharedVolume's own claim can ever bind this volume.
-			ClaimRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: sv.Namespace, Name: PVCName(sv)},
+			ClaimRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: sv.Namespace, Name: pvcName(sv)},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 				Driver:       efs.DriverName,
 				VolumeHandle: sv.Spec.FileSystemID + "::" + sv.Spec.AccessPointID,
@@ -72,11 +72,11 @@ func desiredPV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
 
 func desiredPVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: PVCName(sv), Labels: ownerLabels(sv)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: pvcName(sv), Labels: ownerLabels(sv)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			StorageClassName: ptr.To(efs.StorageClass),
-			VolumeName:       PVName(sv),
+			VolumeName:       pvName(sv),
 			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: volumeSize}},
 		},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -16,7 +17,6 @@ import (
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
-	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 )
 
 // Release removes the SharedVolume finalizer.
@@ -44,8 +44,9 @@ func (r *Release) Run(ctx context.Context) error {
 	if d != nil {
 		return fmt.Errorf("a SharedVolume controller still runs (Deployment %s/%s): it removes the finalizers itself, after removing each claim and volume", d.Namespace, d.Name)
 	}
-	scheme, err := controller.NewScheme()
-	if err != nil {
+	// The verb reads and patches SharedVolumes only; it links none of the controller.
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	c, err := client.New(config, client.Options{Scheme: scheme})
@@ -67,7 +68,7 @@ func (r *Release) Run(ctx context.Context) error {
 		return nil
 	}
 	for _, sv := range targets {
-		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, efs.SharedVolumeFinalizer, controller.PVName(&sv), controller.PVCName(&sv))
+		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, efs.SharedVolumeFinalizer, efs.SharedVolumePV(sv.Namespace, sv.Name), efs.SharedVolumePVC(sv.Name))
 	}
 	if r.DryRun {
 		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --dry-run=false to release them")

@@ -60,6 +60,12 @@ const (
 	SharedVolumeOwnerNameLabel      = "openshift.io/aws-efs-operator-shared-volume-owner-name"
 )
 
+// SharedVolumePV names the PersistentVolume of SharedVolume namespace/name.
+func SharedVolumePV(namespace, name string) string { return "pv-" + namespace + "-" + name }
+
+// SharedVolumePVC names the PersistentVolumeClaim of a SharedVolume, in its namespace.
+func SharedVolumePVC(name string) string { return "pvc-" + name }
+
 // OperatorDeployments are the Deployments whose presence, in any namespace, means an EFS operator
 // still runs: the supported one and the community one. Verbs that do an operator's work after it
 // was uninstalled refuse while any of them exists.
