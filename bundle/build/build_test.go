@@ -3,8 +3,6 @@ package build_test
 import (
 	"bytes"
 	"flag"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,10 +19,11 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
 // The committed bundles under bundle/ are this package's golden files.
-var update = flag.Bool("update", false, "rewrite the committed bundles (same as `make bundle`)")
+var update = flag.Bool("update", false, "rewrite the committed bundles (as `make bundle` does)")
 
 const bundleRoot = ".."
 
@@ -37,53 +36,16 @@ func buildAll(t *testing.T) []*build.Bundle {
 	return bundles
 }
 
-// TestBundlesMatchCommitted fails when a definition changed without its bundles being
-// regenerated. Update with `make bundle` or `go test ./bundle/build -update`.
+// TestBundlesMatchCommitted fails, with a diff, when a definition changed without its bundles
+// being regenerated.
 func TestBundlesMatchCommitted(t *testing.T) {
 	for _, b := range buildAll(t) {
-		dir := filepath.Join(bundleRoot, b.Dir())
-		if *update {
-			if err := os.RemoveAll(dir); err != nil {
-				t.Fatal(err)
-			}
-			for name, content := range b.Files {
-				p := filepath.Join(dir, name)
-				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(p, content, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			continue
+		files := map[string]string{}
+		for name, content := range b.Files {
+			files[name] = string(content)
 		}
-		var committed []string
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			rel, _ := filepath.Rel(dir, p)
-			committed = append(committed, filepath.ToSlash(rel))
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("%s is not committed (run `make bundle`): %v", dir, err)
-		}
-		for _, name := range committed {
-			if _, ok := b.Files[name]; !ok {
-				t.Errorf("%s/%s is committed but no longer generated (run `make bundle`)", dir, name)
-			}
-		}
-		for name, want := range b.Files {
-			got, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				t.Errorf("%s/%s: %v (run `make bundle`)", dir, name, err)
-				continue
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s/%s differs from what the definition generates (run `make bundle`)", dir, name)
-			}
-		}
+		testutil.CheckGoldenTree(t, filepath.Join(bundleRoot, b.Dir()), files, *update,
+			"run `make bundle` or `go test ./bundle/build -update`")
 	}
 }
 

@@ -3,6 +3,7 @@ package generate_test
 import (
 	"bytes"
 	"context"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,9 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/generate"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
+
+// The committed bundles under bundle/ are golden files of this package too.
+var update = flag.Bool("update", false, "rewrite the committed bundles (as `make bundle` does)")
 
 func TestGenerateWritesEveryBundle(t *testing.T) {
 	out := t.TempDir()
@@ -33,12 +37,7 @@ func TestGenerateWritesEveryBundle(t *testing.T) {
 		t.Errorf("reported %d bundles written, want 8:\n%s", n, log.String())
 	}
 	// The generated tree equals the committed one, which `make verify` also checks with git.
-	committed := testutil.Snapshot(t, "..")
-	for name, content := range files {
-		if committed[name] != content {
-			t.Errorf("%s differs from the committed bundle/%s", name, name)
-		}
-	}
+	testutil.CheckGolden(t, "..", files, *update, "run `make bundle` or `go test ./bundle/generate -update`")
 }
 
 func TestGenerateReplacesStaleVersions(t *testing.T) {
