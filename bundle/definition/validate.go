@@ -13,6 +13,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
 // Validate checks a set of operator definitions and returns every problem it finds, each naming
@@ -235,14 +237,12 @@ func (v *validator) checkRelease(o *Operator, r Release) {
 			v.addf(where, "skips %q, which is no release of package %s", s, o.Package)
 		}
 	}
-	if r.SkipRange != "" {
-		inRange, rangeErr := semver.ParseRange(r.SkipRange)
-		switch {
-		case rangeErr != nil:
-			v.addf(where, "skipRange %q does not parse: %v", r.SkipRange, rangeErr)
-		case err == nil && inRange(version):
-			v.addf(where, "skipRange %q contains the release's own version %s", r.SkipRange, version)
-		}
+	rule, rangeErr := upgrade.Edges{Replaces: r.Replaces, Skips: r.Skips, SkipRange: r.SkipRange}.Compile()
+	switch {
+	case rangeErr != nil:
+		v.addf(where, "%v", rangeErr)
+	case err == nil && rule.InRange(version):
+		v.addf(where, "skipRange %q contains the release's own version %s", r.SkipRange, version)
 	}
 	if _, err := time.Parse(time.RFC3339, r.CreatedAt); err != nil {
 		v.addf(where, "createdAt %q is not an RFC 3339 time: %v", r.CreatedAt, err)

@@ -35,7 +35,10 @@ func DOT(g Package) []byte {
 	return []byte(b.String())
 }
 
-// Mermaid renders a package graph as a Mermaid flowchart, which Markdown viewers draw.
+// Mermaid renders a package graph as a Mermaid flowchart, which Markdown viewers draw. It is not
+// operator-registry's declcfg.WriteMermaidChannels: that writer draws one catalog alone, so it
+// cannot show the community versions a certified channel upgrades from (the source switch this
+// picture exists for), nor style edges by replaces, skips and skipRange as the dot output does.
 func Mermaid(g Package) []byte {
 	ids := map[string]string{}
 	id := func(nodeID string) string {

@@ -12,15 +12,16 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
 // EdgeKind is how an upgrade edge is declared.
-type EdgeKind string
+type EdgeKind = upgrade.Kind
 
 const (
-	Replaces  EdgeKind = "replaces"
-	Skips     EdgeKind = "skips"
-	SkipRange EdgeKind = "skipRange"
+	Replaces  = upgrade.Replaces
+	Skips     = upgrade.Skips
+	SkipRange = upgrade.SkipRange
 )
 
 // Node is a bundle in a channel, or a bundle outside the catalog that an edge comes from.
@@ -114,22 +115,24 @@ func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, version
 		}
 		c.Nodes = append(c.Nodes, Node{ID: ch.Name + "/" + e.Name, Label: label, Head: e.Name == head})
 		to := ch.Name + "/" + e.Name
+		// Every edge the entry declares is drawn, a bundle both skipped and in the skipRange
+		// twice, so that the picture shows the catalog as written; only the replaced bundle is
+		// not drawn again for the range.
+		rule, _ := upgrade.Edges{Replaces: e.Replaces, Skips: e.Skips, SkipRange: e.SkipRange}.Compile()
 		if e.Replaces != "" {
 			g.Edges = append(g.Edges, Edge{From: nodeID(e.Replaces), To: to, Kind: Replaces})
 		}
 		for _, s := range e.Skips {
 			g.Edges = append(g.Edges, Edge{From: nodeID(s), To: to, Kind: Skips})
 		}
-		if r, err := semver.ParseRange(e.SkipRange); e.SkipRange != "" && err == nil {
-			for _, other := range entries {
-				if v, ok := versions[other.Name]; ok && other.Name != e.Name && r(v) && other.Name != e.Replaces {
-					g.Edges = append(g.Edges, Edge{From: nodeID(other.Name), To: to, Kind: SkipRange})
-				}
+		for _, other := range entries {
+			if v, ok := versions[other.Name]; ok && other.Name != e.Name && other.Name != e.Replaces && rule.InRange(v) {
+				g.Edges = append(g.Edges, Edge{From: nodeID(other.Name), To: to, Kind: SkipRange})
 			}
-			for _, name := range slices.Sorted(maps.Keys(foreignVersions)) {
-				if r(foreignVersions[name]) && name != e.Replaces && !inChannel[name] {
-					g.Edges = append(g.Edges, Edge{From: nodeID(name), To: to, Kind: SkipRange})
-				}
+		}
+		for _, name := range slices.Sorted(maps.Keys(foreignVersions)) {
+			if name != e.Replaces && !inChannel[name] && rule.InRange(foreignVersions[name]) {
+				g.Edges = append(g.Edges, Edge{From: nodeID(name), To: to, Kind: SkipRange})
 			}
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+
+	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
 // Options enable the checks that need more than the catalog itself.
@@ -176,7 +178,10 @@ func (idx *index) channelProblem(ch *declcfg.Channel, level Level, check, bundle
 	}
 }
 
-// heads returns the entries that no other entry replaces or skips (opm's definition).
+// heads returns the entries that no other entry replaces or skips (opm's definition). It works on
+// the declarative config, not operator-registry's model.Channel.Head: the model exists only for
+// packages that ConvertToModel accepts, and these checks must also explain the channels it
+// rejects (listing every head, where Head stops at an error).
 func heads(ch *declcfg.Channel) []string {
 	incoming := map[string]bool{}
 	for _, e := range ch.Entries {
@@ -232,25 +237,14 @@ func (idx *index) graph(community *index) []Problem {
 
 func (idx *index) channelGraph(ch *declcfg.Channel, community *index) []Problem {
 	var problems []Problem
-	inChannel := map[string]*declcfg.ChannelEntry{}
-	for i := range ch.Entries {
-		inChannel[ch.Entries[i].Name] = &ch.Entries[i]
-	}
-	ranges := map[string]semver.Range{}
+	rules := map[string]upgrade.Rule{}
 	for _, e := range ch.Entries {
-		if e.SkipRange != "" {
-			r, err := semver.ParseRange(e.SkipRange)
-			if err != nil {
-				problems = append(problems, idx.channelProblem(ch, Error, "graph", e.Name, "skipRange %q does not parse: %v", e.SkipRange, err))
-			} else {
-				ranges[e.Name] = r
-			}
+		rule, err := edges(e).Compile()
+		if err != nil {
+			problems = append(problems, idx.channelProblem(ch, Error, "graph", e.Name, "%v", err))
 		}
-		targets := append([]string{}, e.Skips...)
-		if e.Replaces != "" {
-			targets = append(targets, e.Replaces)
-		}
-		for _, t := range targets {
+		rules[e.Name] = rule
+		for _, t := range rule.Named() {
 			if _, ok := idx.bundles[ch.Package][t]; ok {
 				continue
 			}
@@ -271,23 +265,12 @@ func (idx *index) channelGraph(ch *declcfg.Channel, community *index) []Problem 
 	reached := map[string]bool{hs[0]: true}
 	queue := []string{hs[0]}
 	for len(queue) > 0 {
-		cur := inChannel[queue[0]]
+		rule := rules[queue[0]]
 		queue = queue[1:]
-		next := append([]string{}, cur.Skips...)
-		if cur.Replaces != "" {
-			next = append(next, cur.Replaces)
-		}
-		if r, ok := ranges[cur.Name]; ok {
-			for _, e := range ch.Entries {
-				if v := idx.version(ch.Package, e.Name); v != nil && r(*v) {
-					next = append(next, e.Name)
-				}
-			}
-		}
-		for _, n := range next {
-			if _, ok := inChannel[n]; ok && !reached[n] {
-				reached[n] = true
-				queue = append(queue, n)
+		for _, e := range ch.Entries {
+			if _, ok := rule.From(e.Name, idx.version(ch.Package, e.Name)); ok && !reached[e.Name] {
+				reached[e.Name] = true
+				queue = append(queue, e.Name)
 			}
 		}
 	}
@@ -368,15 +351,18 @@ func (idx *index) upgradesFrom(community *index) []Problem {
 					entry = e
 				}
 			}
-			skipRange, _ := semver.ParseRange(entry.SkipRange)
+			rule, _ := edges(entry).Compile() // an unparsable skipRange is reported by the graph checks
 			for _, ce := range cch.Entries {
-				v := community.version(pkg, ce.Name)
-				direct := entry.Replaces == ce.Name || slices.Contains(entry.Skips, ce.Name) || (skipRange != nil && v != nil && skipRange(*v))
-				if !direct {
+				if _, direct := rule.From(ce.Name, community.version(pkg, ce.Name)); !direct {
 					problems = append(problems, idx.channelProblem(ch, Error, "upgrade", head, "has no edge from community bundle %s: a Subscription on it would not switch to the head in one step", ce.Name))
 				}
 			}
 		}
 	}
 	return problems
+}
+
+// edges are what a channel entry upgrades from.
+func edges(e declcfg.ChannelEntry) upgrade.Edges {
+	return upgrade.Edges{Replaces: e.Replaces, Skips: e.Skips, SkipRange: e.SkipRange}
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
 // Registry is a connection to a catalog's gRPC registry, the API OLM itself resolves from.
@@ -149,19 +150,22 @@ func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel, installedCSV, 
 	}
 	// OLM moves to the newest bundle that upgrades from the installed one: with a skipRange
 	// that is often the head itself.
-	installed, versionErr := semver.ParseTolerant(installedVersion)
+	var installed *semver.Version
+	if v, err := semver.ParseTolerant(installedVersion); err == nil {
+		installed = &v
+	}
 	var newest semver.Version
 	for _, b := range bundles {
+		// A bundle whose skipRange does not parse is still reached by its replaces and skips.
+		rule, _ := upgrade.Edges{Replaces: b.Replaces, Skips: b.Skips, SkipRange: b.SkipRange}.Compile()
 		var why string
-		switch {
-		case b.Replaces == installedCSV:
-			why = "replaces " + installedCSV
-		case slices.Contains(b.Skips, installedCSV):
-			why = "skips " + installedCSV
-		case b.SkipRange != "" && versionErr == nil && inRange(b.SkipRange, installed):
+		switch kind, ok := rule.From(installedCSV, installed); {
+		case !ok:
+			continue
+		case kind == upgrade.SkipRange:
 			why = fmt.Sprintf("skipRange %q includes %s", b.SkipRange, installed)
 		default:
-			continue
+			why = string(kind) + " " + installedCSV
 		}
 		v, err := semver.ParseTolerant(b.Version)
 		if up.Edge == "" || (err == nil && v.GT(newest)) {
@@ -183,11 +187,6 @@ type NoChannelError struct {
 
 func (e *NoChannelError) Error() string {
 	return fmt.Sprintf("package %s in catalog %s has no channel %q: its channels are %s", e.Package, e.Catalog, e.Channel, strings.Join(e.Channels, ", "))
-}
-
-func inRange(skipRange string, v semver.Version) bool {
-	r, err := semver.ParseRange(skipRange)
-	return err == nil && r(v)
 }
 
 func (r *Registry) channelBundles(ctx context.Context, pkg, channel string) ([]*api.Bundle, error) {
