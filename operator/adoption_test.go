@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	communitycrd "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -58,8 +57,9 @@ func TestAdoptsTheCommunityDriverInPlace(t *testing.T) {
 	pvVersion, pvcVersion := pv.ResourceVersion, pvc.ResourceVersion
 
 	h.runOperator()
-	// Without the CR the operator leaves the community driver alone.
-	time.Sleep(2 * time.Second)
+	// Without the CR the operator leaves the community driver alone: once it has processed the
+	// missing CR (its event), the DaemonSet is still the community one.
+	must(t, eventually(ctx, "the ClusterCSIDriverMissing event", h.eventSeen("ClusterCSIDriverMissing")))
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}}
 	must(t, h.c.Get(ctx, client.ObjectKeyFromObject(ds), ds))
 	if ds.Spec.Template.Spec.Containers[0].Image != "amazon/aws-efs-csi-driver:v1.0.0" {
@@ -100,11 +100,17 @@ func TestAdoptsTheCommunityDriverInPlace(t *testing.T) {
 		t.Errorf("the PV or PVC was touched: resourceVersions %s/%s, were %s/%s", pv.ResourceVersion, pvc.ResourceVersion, pvVersion, pvcVersion)
 	}
 
-	// Deleting the SharedVolume CRD no longer garbage-collects the driver.
+	// Deleting the SharedVolume CRD no longer garbage-collects the driver. A canary still owned
+	// by the CRD shows when the garbage collector has processed the deletion.
 	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "sharedvolumes.aws-efs.managed.openshift.io"}}
+	must(t, h.c.Get(ctx, client.ObjectKeyFromObject(crd), crd))
+	canary := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gc-canary", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: crd.Name, UID: crd.UID,
+	}}}}
+	must(t, h.c.Create(ctx, canary))
 	must(t, h.c.Delete(ctx, crd))
 	must(t, eventually(ctx, "the CRD to go", h.gone(crd)))
-	time.Sleep(3 * time.Second)
+	must(t, eventually(ctx, "the garbage collector to collect the canary", h.gone(canary)))
 	for _, o := range adopted {
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || o.GetDeletionTimestamp() != nil {
 			t.Errorf("%T %s was collected with the CRD: %v", o, o.GetName(), err)

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -89,6 +88,38 @@ func (h *harness) setState(ctx context.Context, state operatorv1.ManagementState
 }
 
 var eventually = testutil.Eventually
+
+// observed checks that the operator has taken in the current generation of ClusterCSIDriver
+// name: its status.observedGeneration, which the operator writes after deciding what the
+// managementState and a deletion mean for the driver, has caught up with metadata.generation.
+func (h *harness) observed(name string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var cr operatorv1.ClusterCSIDriver
+		if err := h.c.Get(ctx, client.ObjectKey{Name: name}, &cr); err != nil {
+			return err
+		}
+		if cr.Status.ObservedGeneration < cr.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", cr.Status.ObservedGeneration, cr.Generation)
+		}
+		return nil
+	}
+}
+
+// eventSeen checks that the operator recorded an event with this reason in its namespace.
+func (h *harness) eventSeen(reason string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var events corev1.EventList
+		if err := h.c.List(ctx, &events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.Reason == reason {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event among %d", reason, len(events.Items))
+	}
+}
 
 // conditionIs checks a condition of the CR.
 func (h *harness) conditionIs(conditionType string, status operatorv1.ConditionStatus) func(context.Context) error {

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -66,8 +65,9 @@ func TestNoCRDeploysNothingAndAlerts(t *testing.T) {
 	if v, err := testutil.GetGaugeMetricValue(operator.CRPresent); err != nil || v != 0 {
 		t.Errorf("metric %v, %v: want 0 without the CR", v, err)
 	}
-	// A while later, still nothing of the driver exists.
-	time.Sleep(2 * time.Second)
+	// The event above says the operator has processed the missing CR; nothing of the driver
+	// exists then, and the operator deletes nothing without a CR, so nothing was created
+	// before the CR below.
 	for _, obj := range operands() {
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
 			t.Errorf("%T %s exists without the CR (err %v)", obj, obj.GetName(), err)
@@ -108,9 +108,16 @@ func TestManagedStompsEditsUnmanagedKeepsThem(t *testing.T) {
 	}))
 
 	h.setState(ctx, operatorv1.Unmanaged)
-	time.Sleep(time.Second) // let the operator see Unmanaged
+	must(t, eventually(ctx, "the operator to take in Unmanaged", h.observed(efs.CRName)))
 	edit()
-	time.Sleep(3 * time.Second)
+	// A CR change made after the edit, taken in by the operator: every controller has been
+	// woken up by the CR after the edit and found the operand Unmanaged.
+	cr, err := h.cr(ctx)
+	must(t, err)
+	patch := client.MergeFrom(cr.DeepCopy())
+	cr.Spec.OperatorLogLevel = operatorv1.Debug
+	must(t, h.c.Patch(ctx, cr, patch))
+	must(t, eventually(ctx, "the operator to take in the change", h.observed(efs.CRName)))
 	if img, err := driverImage(ctx); err != nil || img != "quay.io/someone/else:latest" {
 		t.Errorf("Unmanaged: the user's edit was changed to %q (%v)", img, err)
 	}
@@ -178,25 +185,15 @@ func TestUninstallWaitsForVolumes(t *testing.T) {
 			t.Errorf("message names more than 10 volumes: %q", c.Message)
 		}
 	}
-	// Blocked: the driver keeps running, reconciled as if Managed.
-	time.Sleep(2 * time.Second)
+	// Blocked: the driver keeps running, reconciled as if Managed. The operator has taken in the
+	// deletion (observedGeneration) and said why it waits (the event) before the check.
+	must(t, eventually(ctx, "the operator to take in the deletion", h.observed(efs.CRName)))
+	must(t, eventually(ctx, "the VolumesInUse event", h.eventSeen("VolumesInUse")))
 	for _, obj := range operands()[:len(operands())-1] {
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Errorf("%T %s is gone while volumes remain: %v", obj, obj.GetName(), err)
 		}
 	}
-	must(t, eventually(ctx, "the VolumesInUse event", func(ctx context.Context) error {
-		var events corev1.EventList
-		if err := h.c.List(ctx, &events, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		for _, e := range events.Items {
-			if e.Reason == "VolumesInUse" && e.Type == corev1.EventTypeWarning {
-				return nil
-			}
-		}
-		return fmt.Errorf("no VolumesInUse event")
-	}))
 
 	for _, pv := range pvs {
 		must(t, h.c.Delete(ctx, pv))
@@ -219,7 +216,10 @@ func TestOtherClusterCSIDriversAreIgnored(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h.createCR(ctx, "ebs.csi.aws.com", operatorv1.Managed)
-	time.Sleep(3 * time.Second)
+	// Its own CR, created after the other one and Unmanaged so that it deploys nothing, proves
+	// the operator has processed the CRs up to a point after the other one was created.
+	h.createCR(ctx, efs.CRName, operatorv1.Unmanaged)
+	must(t, eventually(ctx, "the operator to take in its own CR", h.observed(efs.CRName)))
 	var other operatorv1.ClusterCSIDriver
 	must(t, h.c.Get(ctx, client.ObjectKey{Name: "ebs.csi.aws.com"}, &other))
 	if len(other.Finalizers) > 0 || len(other.Status.Conditions) > 0 {

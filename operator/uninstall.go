@@ -121,7 +121,7 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 				return err
 			}
 		}
-		return c.report(ctx, operatorv1.ConditionFalse, operatorv1.ConditionFalse, reasonInstalled, "")
+		return c.report(ctx, objMeta.Generation, operatorv1.ConditionFalse, operatorv1.ConditionFalse, reasonInstalled, "")
 	}
 
 	present, err := c.present(ctx)
@@ -139,7 +139,7 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 			syncCtx.Recorder().Warningf(reasonVolumesInUse, "%s", msg)
 			// Volumes are not watched (there may be very many); look again soon.
 			syncCtx.Queue().AddAfter(syncCtx.QueueKey(), 10*time.Second)
-			return c.report(ctx, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonVolumesInUse, msg)
+			return c.report(ctx, objMeta.Generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonVolumesInUse, msg)
 		}
 		syncCtx.Recorder().Eventf(reasonRemoving, "No EFS PersistentVolume is left: removing the AWS EFS CSI driver")
 	}
@@ -147,10 +147,10 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 	if len(present) > 0 {
 		c.goneSince = time.Time{}
 		if err := c.delete(ctx, present); err != nil {
-			return c.report(ctx, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonRemovalFailed, err.Error())
+			return c.report(ctx, objMeta.Generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonRemovalFailed, err.Error())
 		}
 		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), time.Second)
-		return c.report(ctx, operatorv1.ConditionFalse, operatorv1.ConditionTrue, reasonRemoving, fmt.Sprintf("removing %d objects", len(present)))
+		return c.report(ctx, objMeta.Generation, operatorv1.ConditionFalse, operatorv1.ConditionTrue, reasonRemoving, fmt.Sprintf("removing %d objects", len(present)))
 	}
 	if c.goneSince.IsZero() {
 		c.goneSince = time.Now()
@@ -159,7 +159,7 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), wait)
 		return nil
 	}
-	if err := c.report(ctx, operatorv1.ConditionFalse, operatorv1.ConditionFalse, reasonRemoved, "the AWS EFS CSI driver is removed"); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.report(ctx, objMeta.Generation, operatorv1.ConditionFalse, operatorv1.ConditionFalse, reasonRemoved, "the AWS EFS CSI driver is removed"); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	if deleting {
@@ -168,8 +168,11 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 	return nil
 }
 
-func (c *uninstallController) report(ctx context.Context, degraded, progressing operatorv1.ConditionStatus, reason, message string) error {
-	status := applyoperatorv1.OperatorStatus().WithConditions(
+// report writes the controller's conditions and the generation of the CR they answer: the
+// controller that decides what the driver's lifecycle is doing owns status.observedGeneration, so
+// that admins and tests can tell when a change of managementState has been taken in.
+func (c *uninstallController) report(ctx context.Context, generation int64, degraded, progressing operatorv1.ConditionStatus, reason, message string) error {
+	status := applyoperatorv1.OperatorStatus().WithObservedGeneration(generation).WithConditions(
 		condition(uninstallControllerName+operatorv1.OperatorStatusTypeDegraded, degraded, reason, message),
 		condition(uninstallControllerName+operatorv1.OperatorStatusTypeProgressing, progressing, reason, message),
 	)

@@ -86,6 +86,22 @@ func sv(namespace, name, fs, fsap string) *v1alpha1.SharedVolume {
 
 var eventually = testutil.Eventually
 
+// eventFor checks that an event with this reason was recorded about obj.
+func (b *bed) eventFor(obj client.Object, reason string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		var events corev1.EventList
+		if err := b.c.List(ctx, &events, client.InNamespace(obj.GetNamespace())); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == obj.GetName() && e.Reason == reason {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event about %s among %d", reason, obj.GetName(), len(events.Items))
+	}
+}
+
 func (b *bed) phase(obj *v1alpha1.SharedVolume, want v1alpha1.SharedVolumePhase) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := b.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
@@ -277,9 +293,18 @@ func TestCollisionsFailAndTouchNothing(t *testing.T) {
 		},
 	}
 	must(t, b.c.Create(ctx, foreignPVC))
-	// Let the controller-manager settle them (it records that nothing binds).
-	time.Sleep(2 * time.Second)
-	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(foreignPV), foreignPV))
+	// Let the controller-manager settle them: its volume binder marks the PV Available and
+	// reports that the claim's class does not exist; after that it leaves both alone.
+	must(t, eventually(ctx, "the binder to mark the foreign PV Available", func(ctx context.Context) error {
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(foreignPV), foreignPV); err != nil {
+			return err
+		}
+		if foreignPV.Status.Phase != corev1.VolumeAvailable {
+			return fmt.Errorf("phase %q", foreignPV.Status.Phase)
+		}
+		return nil
+	}))
+	must(t, eventually(ctx, "the binder to process the foreign claim", b.eventFor(foreignPVC, "ProvisioningFailed")))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(foreignPVC), foreignPVC))
 	rvPV, rvPVC := foreignPV.ResourceVersion, foreignPVC.ResourceVersion
 

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -112,7 +111,8 @@ func TestAppTeamCannotReachOthersVolumes(t *testing.T) {
 		},
 	}
 	must(t, bTeam.Create(ctx, steal))
-	time.Sleep(3 * time.Second)
+	// The binder has processed the claim once it reports why it cannot bind it.
+	must(t, eventually(ctx, "the binder to refuse the claim", b.eventFor(steal, "FailedBinding")))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(steal), steal))
 	var pv corev1.PersistentVolume
 	must(t, b.c.Get(ctx, client.ObjectKey{Name: "pv-team-a-data"}, &pv))
