@@ -171,7 +171,7 @@ func TestImportsGoOneWay(t *testing.T) {
 // operator-framework/api's bundle validators keep a test suite helper in a non-test file of
 // pkg/validation/internal, so any program that runs those validators links it.
 var testingImporters = map[string][]string{
-	"cmd/csi-olm":                    {"github.com/operator-framework/api/pkg/validation/internal"},
+	"cmd/csi-olm":                     {"github.com/operator-framework/api/pkg/validation/internal"},
 	"cmd/aws-efs-csi-driver-operator": nil,
 }
 
