@@ -52,7 +52,7 @@ bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency 
 
 .PHONY: fuzz
 fuzz: ## Fuzz the catalog loader and validator for a short while (CI runs it)
-	$(GO) test -run '^$$' -fuzz FuzzLoadAndValidate -fuzztime $(or $(FUZZTIME),30s) -fuzzminimizetime 2s ./catalog/check
+	$(GO) test -run '^$$' -fuzz FuzzLoadAndValidate -fuzztime $(or $(FUZZTIME),30s) -fuzzminimizetime 2s ./catalog/validation
 
 .PHONY: run
 run: cli tools ## Start the local dev cluster with OLM, serving the project's catalogs

@@ -8,7 +8,7 @@ import (
 	"sort"
 )
 
-// Print is the action of the `version` verbs: it prints the build information.
+// Print is the action of `csi-olm version`: it prints the build information.
 type Print struct {
 	Output string
 	Out    io.Writer
