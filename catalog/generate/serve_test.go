@@ -48,19 +48,18 @@ func serve(t *testing.T, opm, dir string) api.RegistryClient {
 	}
 	t.Cleanup(func() { conn.Close() })
 	client := api.NewRegistryClient(conn)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = testutil.Eventually(ctx, "opm serve "+dir+" to answer", func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
 		_, err := client.GetPackage(ctx, &api.GetPackageRequest{Name: "aws-efs-operator"})
-		cancel()
-		if err == nil {
-			return client
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("opm serve %s never answered: %v", dir, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return client
 }
 
 // latest returns the newest release of an operator in a channel.
