@@ -96,7 +96,7 @@ efs-utils-base: image-builder ## Build the efs-utils base image of the EFS CSI d
 	hack/build-efs-utils-base.sh
 
 .PHONY: tools
-tools: ## Build the pinned tools (opm, controller-gen, kube binaries, etcd, kwok, OLM) into $(TOOLS_DIR)
+tools: ## Build the pinned tools (opm, controller-gen, kube binaries, etcd, kwok, OLM, registry) into $(TOOLS_DIR)
 	@hack/tools.sh all >/dev/null
 
 .PHONY: generate

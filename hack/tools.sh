@@ -11,6 +11,9 @@
 #   kube-scheduler, etcd                     k8s.io/kubernetes never enters the main go.mod
 #   kwok, kwok-crds                          kwok_version below (built in its own module graph;
 #                                            kwok-crds is the directory of kwok's CRDs)
+#   registry                                 registry_version below: the CNCF distribution
+#                                            registry, in its own module graph, which the test
+#                                            bed serves images from on loopback
 #   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod)
 #   openshift-crds                           this module's github.com/openshift/api (prints the
 #                                            module's directory; the test bed reads its CRDs)
@@ -21,13 +24,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kwok_version=v0.7.0
+registry_version=v3.1.2
+registry_module=github.com/distribution/distribution/v3
 olm_version=v0.46.0
 olm_module=github.com/operator-framework/operator-lifecycle-manager
 
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
 all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler etcd kwok
-	kwok-crds olm catalog olm-crds openshift-crds)
+	kwok-crds olm catalog olm-crds openshift-crds registry)
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
@@ -176,6 +181,20 @@ build_olm() {
 	esac
 }
 
+# build_registry: the distribution registry at registry_version, with `go install pkg@version`, so
+# exactly its own go.mod, independent of this module's graph.
+build_registry() {
+	local out="$cache/registry/$registry_version/registry" tmp
+	if [[ ! -x $out ]]; then
+		echo "building registry $registry_version into $out" >&2
+		mktmp registry
+		GOBIN="$tmp" go install "$registry_module/cmd/registry@$registry_version"
+		mkdir -p "$(dirname "$out")"
+		mv -f "$tmp/registry" "$out"
+	fi
+	echo "$out"
+}
+
 tool() {
 	case $1 in
 	opm)
@@ -194,6 +213,7 @@ tool() {
 	etcd) build_etcd ;;
 	kwok | kwok-crds) build_kwok "$1" ;;
 	olm | catalog | olm-crds) build_olm "$1" ;;
+	registry) build_registry ;;
 	openshift-crds)
 		local v dir
 		v=$(modver go.mod github.com/openshift/api)

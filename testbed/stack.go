@@ -64,6 +64,8 @@ type Options struct {
 	Dir string
 	// Detached processes outlive the caller (dev up); otherwise they die with it.
 	Detached bool
+	// Registry starts an image registry on loopback next to the cluster (Stack.Registry).
+	Registry bool
 	// Logf reports progress; nil for silence.
 	Logf func(format string, args ...any)
 }
@@ -75,6 +77,9 @@ type Stack struct {
 	Kubeconfig string
 	Config     *rest.Config
 	Client     client.Client
+	// Registry is host:port of the stack's image registry (plain HTTP on loopback), when
+	// Options.Registry asked for one.
+	Registry string
 
 	opts  Options
 	mu    sync.Mutex
@@ -88,6 +93,7 @@ type State struct {
 	Level      string     `json:"level"`
 	Dir        string     `json:"dir"`
 	Kubeconfig string     `json:"kubeconfig"`
+	Registry   string     `json:"registry,omitempty"`
 	Processes  []*process `json:"processes"`
 }
 
@@ -116,6 +122,12 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}
 	}()
 	begin := time.Now()
+	if opts.Registry {
+		if err := s.startRegistry(ctx); err != nil {
+			return s, err
+		}
+		s.Timings["registry"] = time.Since(begin)
+	}
 	if err := s.startAPIServer(ctx); err != nil {
 		return s, err
 	}
@@ -336,7 +348,7 @@ func (s *Stack) Processes() []*process {
 
 // State returns what another process needs to stop this stack.
 func (s *Stack) State() State {
-	return State{Level: s.Level.String(), Dir: s.Dir, Kubeconfig: s.Kubeconfig, Processes: s.Processes()}
+	return State{Level: s.Level.String(), Dir: s.Dir, Kubeconfig: s.Kubeconfig, Registry: s.Registry, Processes: s.Processes()}
 }
 
 // WriteState saves the stack's state as JSON.

@@ -13,6 +13,8 @@ import (
 type Tools struct {
 	Etcd, APIServer, ControllerManager, Scheduler, Kwok string
 	OLM, Catalog, Opm                                   string
+	// Registry is the CNCF distribution registry that serves the stack's images.
+	Registry string
 	// KwokCRDs, OLMCRDs and OpenShiftCRDs are directories of CRD manifests.
 	KwokCRDs, OLMCRDs, OpenShiftCRDs string
 }
@@ -23,6 +25,7 @@ func (t *Tools) toolNames() map[string]*string {
 		"etcd": &t.Etcd, "kube-apiserver": &t.APIServer, "kube-controller-manager": &t.ControllerManager,
 		"kube-scheduler": &t.Scheduler, "kwok": &t.Kwok, "olm": &t.OLM, "catalog": &t.Catalog, "opm": &t.Opm,
 		"kwok-crds": &t.KwokCRDs, "olm-crds": &t.OLMCRDs, "openshift-crds": &t.OpenShiftCRDs,
+		"registry": &t.Registry,
 	}
 }
 

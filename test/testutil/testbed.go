@@ -24,7 +24,8 @@ func TestBedTools() (testbed.Tools, error) {
 // StartTestBed starts a stack for a test. The stack lives in the test's temporary directory, is
 // stopped when the test ends (also on failure and panic; on a timeout the kernel kills its
 // processes with the test binary), and the tails of its logs are printed when the test failed.
-func StartTestBed(t testing.TB, level testbed.Level) *testbed.Stack {
+// Each option may change the stack's options (a registry, say) before it starts.
+func StartTestBed(t testing.TB, level testbed.Level, options ...func(*testbed.Options)) *testbed.Stack {
 	t.Helper()
 	tools, err := TestBedTools()
 	if err != nil {
@@ -33,6 +34,9 @@ func StartTestBed(t testing.TB, level testbed.Level) *testbed.Stack {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	opts := testbed.Options{Level: level, Tools: tools, Dir: t.TempDir()}
+	for _, o := range options {
+		o(&opts)
+	}
 	// Benchmarks print every log line; tests only on failure or with -v.
 	if testing.Verbose() {
 		opts.Logf = t.Logf

@@ -3,6 +3,7 @@ package dev_test
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -33,6 +34,14 @@ func TestUpDown(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "export KUBECONFIG="+st.Kubeconfig) {
 		t.Errorf("dev up did not print the KUBECONFIG:\n%s", out.String())
+	}
+	if st.Registry == "" || !strings.Contains(out.String(), "image registry (plain HTTP): "+st.Registry) {
+		t.Errorf("dev up did not print its registry %q:\n%s", st.Registry, out.String())
+	}
+	if resp, err := http.Get("http://" + st.Registry + "/v2/"); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("the dev registry does not answer the registry API: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	if _, err := os.Stat(st.Kubeconfig); err != nil {
 		t.Errorf("kubeconfig: %v", err)

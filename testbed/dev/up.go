@@ -75,7 +75,7 @@ func (u *Up) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	s, err := testbed.Start(ctx, testbed.Options{
-		Level: level, Tools: tools, Dir: dir, Detached: true,
+		Level: level, Tools: tools, Dir: dir, Detached: true, Registry: true,
 		Logf: func(format string, args ...any) { fmt.Fprintf(u.Out, format+"\n", args...) },
 	})
 	if err != nil {
@@ -89,8 +89,8 @@ func (u *Up) Run(ctx context.Context) error {
 	if err := u.serve(ctx, s, stateFile); err != nil {
 		return fmt.Errorf("%w (the cluster is running: `csi-olm dev down` stops it)", err)
 	}
-	fmt.Fprintf(u.Out, "\ndev cluster (%s) is up in %s\n\n  export KUBECONFIG=%s\n\nstop it with: csi-olm dev down\n",
-		level, time.Since(start).Round(100*time.Millisecond), s.Kubeconfig)
+	fmt.Fprintf(u.Out, "\ndev cluster (%s) is up in %s\n\n  export KUBECONFIG=%s\n\nimage registry (plain HTTP): %s\nstop it with: csi-olm dev down\n",
+		level, time.Since(start).Round(100*time.Millisecond), s.Kubeconfig, s.Registry)
 	return nil
 }
 

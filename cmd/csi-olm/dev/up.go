@@ -15,8 +15,9 @@ func newUp() *cobra.Command {
 		Short: "Start a local cluster with OLM, serving the project's catalogs",
 		Long: `Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (one fake Ready
 node) and OLM as local processes on loopback, installs the OpenShift APIs and singletons the operators read,
-serves each catalog with opm and creates a CatalogSource for it in the olm namespace, then prints
-the KUBECONFIG to use. The cluster keeps running until ` + "`csi-olm dev down`" + `.
+serves each catalog with opm and creates a CatalogSource for it in the olm namespace, starts an
+image registry on loopback (plain HTTP), then prints the KUBECONFIG to use and the registry's
+address. The cluster keeps running until ` + "`csi-olm dev down`" + `.
 
 By default the catalogs catalog/community and catalog/certified of the working directory are
 served, as CatalogSources community-operators and certified-operators, when they exist.`,
