@@ -147,17 +147,23 @@ func fakeNode() *corev1.Node {
 	}
 }
 
-// startOLM installs OLM's CRDs, namespaces and global OperatorGroup and runs its olm and catalog
-// operators as local processes. Both operators hard-code :8080 for health and metrics; the
-// test bed never reads it, and a second instance only logs the failed bind.
-func (s *Stack) startOLM(ctx context.Context) error {
+// installOLMCRDs installs OLM's CRDs. Start does it before kube-controller-manager runs: its
+// garbage collector then watches CSVs from its first sync, instead of discovering them up to
+// 30 s later, and an operator Deployment owned by a deleted CSV is collected at once (a hand-over
+// test waited minutes for one under load).
+func (s *Stack) installOLMCRDs(ctx context.Context) error {
 	crds, err := ReadCRDDir(s.opts.Tools.OLMCRDs)
 	if err != nil {
 		return err
 	}
-	if err := InstallCRDs(ctx, s.Client, crds...); err != nil {
-		return err
-	}
+	return InstallCRDs(ctx, s.Client, crds...)
+}
+
+// startOLM creates OLM's namespaces and global OperatorGroup and runs its olm and catalog
+// operators as local processes; installOLMCRDs ran before. Both operators hard-code :8080 for
+// health and metrics; the test bed never reads it, and a second instance only logs the failed
+// bind.
+func (s *Stack) startOLM(ctx context.Context) error {
 	for _, ns := range []string{OLMNamespace, OperatorsNamespace} {
 		if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err

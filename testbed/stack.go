@@ -132,6 +132,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return s, err
 	}
 	s.Timings["apiserver"] = time.Since(begin)
+	if opts.Level >= OLM {
+		if err := s.installOLMCRDs(ctx); err != nil {
+			return s, err
+		}
+	}
 	if opts.Level >= Full {
 		if err := s.startNodes(ctx); err != nil {
 			return s, err
