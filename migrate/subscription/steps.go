@@ -8,6 +8,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -42,29 +43,32 @@ func (m *Migrate) steps(c client.Client, plan *Plan) []migration.Step {
 }
 
 // switchSource changes only the source and channel of the Subscription. It refuses when someone
-// else changed them since the plan was made: the plan would no longer hold.
+// else changed them since the plan was made: the plan would no longer hold. OLM writes the
+// Subscription's status all the time, so a write that lost that race reads it again and retries.
 func switchSource(ctx context.Context, c client.Client, plan *Plan) error {
-	var sub operatorsv1alpha1.Subscription
-	if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
-		return fmt.Errorf("reading Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
-	}
-	current := Endpoint{Source: sub.Spec.CatalogSource, SourceNamespace: sub.Spec.CatalogSourceNamespace, Channel: sub.Spec.Channel}
-	switch current {
-	case plan.To:
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sub operatorsv1alpha1.Subscription
+		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
+			return fmt.Errorf("reading Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
+		}
+		current := Endpoint{Source: sub.Spec.CatalogSource, SourceNamespace: sub.Spec.CatalogSourceNamespace, Channel: sub.Spec.Channel}
+		switch current {
+		case plan.To:
+			return nil
+		case plan.From:
+		default:
+			return fmt.Errorf("Subscription %s/%s changed since the migration was planned: it now uses catalog %s/%s, channel %s",
+				plan.Namespace, plan.Name, current.SourceNamespace, current.Source, current.Channel)
+		}
+		updated := sub.DeepCopy()
+		updated.Spec.CatalogSource = plan.To.Source
+		updated.Spec.CatalogSourceNamespace = plan.To.SourceNamespace
+		updated.Spec.Channel = plan.To.Channel
+		if err := c.Update(ctx, updated, client.FieldOwner(fieldManager)); err != nil {
+			return fmt.Errorf("switching Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
+		}
 		return nil
-	case plan.From:
-	default:
-		return fmt.Errorf("Subscription %s/%s changed since the migration was planned: it now uses catalog %s/%s, channel %s",
-			plan.Namespace, plan.Name, current.SourceNamespace, current.Source, current.Channel)
-	}
-	updated := sub.DeepCopy()
-	updated.Spec.CatalogSource = plan.To.Source
-	updated.Spec.CatalogSourceNamespace = plan.To.SourceNamespace
-	updated.Spec.Channel = plan.To.Channel
-	if err := c.Update(ctx, updated, client.FieldOwner(fieldManager)); err != nil {
-		return fmt.Errorf("switching Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
-	}
-	return nil
+	})
 }
 
 // upgraded follows OLM until the planned CSV Succeeded, saying what OLM is doing meanwhile.
