@@ -70,14 +70,27 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 	}}
 }
 
-// deleteAndWait deletes an object, if it still exists, and waits until it is gone.
+// deleteAndWait deletes an object, if it still exists, and waits until it is gone. An object
+// that is there again without being deleted was re-created meanwhile (OLM was seen to re-create a
+// CSV from its InstallPlan right after the CSV's deletion completed): it is deleted again.
 func deleteAndWait(ctx context.Context, c client.Client, kind string, obj client.Object, key client.ObjectKey, wait func(string, func(context.Context) (bool, string, error)) func(context.Context) error) error {
 	obj.SetNamespace(key.Namespace)
 	obj.SetName(key.Name)
-	if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s: %w", kind, key, err)
-	}
-	return wait(fmt.Sprintf("%s %s to go", kind, key), gone(c, obj, key))(ctx)
+	return wait(fmt.Sprintf("%s %s to go", kind, key), func(ctx context.Context) (bool, string, error) {
+		err := c.Get(ctx, key, obj)
+		switch {
+		case apierrors.IsNotFound(err):
+			return true, "", nil
+		case err != nil:
+			return false, "cannot read it: " + err.Error(), nil
+		case obj.GetDeletionTimestamp() == nil:
+			if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				return false, "", fmt.Errorf("deleting %s %s: %w", kind, key, err)
+			}
+			return false, "deleted", nil
+		}
+		return false, fmt.Sprintf("still there, finalizers %v", obj.GetFinalizers()), nil
+	})(ctx)
 }
 
 func gone(c client.Client, obj client.Object, key client.ObjectKey) func(context.Context) (bool, string, error) {
