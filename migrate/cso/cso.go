@@ -109,6 +109,8 @@ func (d driver) permissions(namespace string) []kube.Permission {
 	ps := []kube.Permission{
 		{Verb: "get", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "delete", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
+		{Verb: "list", Group: "operators.coreos.com", Resource: "installplans", Namespace: namespace},
+		{Verb: "delete", Group: "operators.coreos.com", Resource: "installplans", Namespace: namespace},
 		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "delete", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "get", Group: "apps", Resource: "deployments", Namespace: namespace},

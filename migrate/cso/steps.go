@@ -3,6 +3,7 @@ package cso
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -27,9 +28,14 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 	csv := client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV}
 	return []migration.Step{{
 		Name:        "delete-subscription",
-		Description: fmt.Sprintf("delete Subscription %s, so that OLM stops managing the operator", sub),
+		Description: fmt.Sprintf("delete Subscription %s and its InstallPlans, so that OLM stops managing the operator", sub),
 		Do: func(ctx context.Context) error {
-			return deleteAndWait(ctx, c, "Subscription", &operatorsv1alpha1.Subscription{}, sub, wait)
+			if err := deleteAndWait(ctx, c, "Subscription", &operatorsv1alpha1.Subscription{}, sub, wait); err != nil {
+				return err
+			}
+			// The garbage collector would delete them too, but until it does OLM may carry out
+			// an InstallPlan again and re-create the CSV the next step deletes.
+			return wait("the InstallPlans of Subscription "+sub.String()+" to go", installPlansGone(c, sub))(ctx)
 		},
 	}, {
 		Name:        "delete-csv",
@@ -91,6 +97,36 @@ func deleteAndWait(ctx context.Context, c client.Client, kind string, obj client
 		}
 		return false, fmt.Sprintf("still there, finalizers %v", obj.GetFinalizers()), nil
 	})(ctx)
+}
+
+// installPlansGone deletes the InstallPlans that a Subscription owns and reports when none is left.
+func installPlansGone(c client.Client, sub client.ObjectKey) func(context.Context) (bool, string, error) {
+	return func(ctx context.Context) (bool, string, error) {
+		var plans operatorsv1alpha1.InstallPlanList
+		if err := c.List(ctx, &plans, client.InNamespace(sub.Namespace)); err != nil {
+			return false, "cannot list InstallPlans: " + err.Error(), nil
+		}
+		var left []string
+		for i := range plans.Items {
+			ip := &plans.Items[i]
+			owned := slices.ContainsFunc(ip.OwnerReferences, func(o metav1.OwnerReference) bool {
+				return o.Kind == operatorsv1alpha1.SubscriptionKind && o.Name == sub.Name
+			})
+			if !owned {
+				continue
+			}
+			left = append(left, ip.Name)
+			if ip.DeletionTimestamp == nil {
+				if err := c.Delete(ctx, ip); err != nil && !apierrors.IsNotFound(err) {
+					return false, "", fmt.Errorf("deleting InstallPlan %s/%s: %w", ip.Namespace, ip.Name, err)
+				}
+			}
+		}
+		if len(left) > 0 {
+			return false, "still there: InstallPlans " + strings.Join(left, ", "), nil
+		}
+		return true, "", nil
+	}
 }
 
 func gone(c client.Client, obj client.Object, key client.ObjectKey) func(context.Context) (bool, string, error) {
