@@ -8,8 +8,9 @@ import (
 // dockerfileTemplate is the catalog image Dockerfile of `opm generate dockerfile` (a test checks
 // the two agree byte for byte): a builder stage pre-populates opm's serve cache, and the final
 // image serves /configs. operator-registry's own action.GenerateDockerfile is not called because
-// its package links containers/image, which needs cgo gpgme unless every build of this module,
-// go vet and go test included, carries the containers_image_openpgp tag.
+// its package links go.podman.io/image's signature code, which needs cgo and gpgme unless every
+// build of this module, go vet and go test included, carries the containers_image_openpgp tag;
+// no package here needs that tag today.
 var dockerfileTemplate = template.Must(template.New("Dockerfile").Parse(`# The builder image is expected to contain
 # /bin/opm (with serve subcommand)
 FROM {{.Builder}} as builder

@@ -36,9 +36,12 @@ func DOT(g Package) []byte {
 }
 
 // Mermaid renders a package graph as a Mermaid flowchart, which Markdown viewers draw. It is not
-// operator-registry's declcfg.WriteMermaidChannels: that writer draws one catalog alone, so it
-// cannot show the community versions a certified channel upgrades from (the source switch this
-// picture exists for), nor style edges by replaces, skips and skipRange as the dot output does.
+// operator-registry's declcfg.WriteMermaidChannels, whose output for catalog/certified differs
+// from the committed catalog/graphs/*.mmd in what readers of them rely on: it reads one catalog,
+// so the community bundle 0.0.8 that stable replaces is drawn as a certified channel member and
+// the skipRange edges from community 0.0.6 and 0.0.7 are missing; its nodes are bundle names, not
+// versions, with no head marked; and it draws every package in one untitled chart, where each
+// package gets its own file named like its dot and svg.
 func Mermaid(g Package) []byte {
 	ids := map[string]string{}
 	id := func(nodeID string) string {

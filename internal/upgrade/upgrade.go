@@ -11,7 +11,8 @@ import (
 	"github.com/blang/semver/v4"
 )
 
-// Kind is the field an edge comes from.
+// Kind is the field an edge comes from. Its values are the fields' names, which the graph
+// drawings and the migrate verb's explanations print.
 type Kind string
 
 const (

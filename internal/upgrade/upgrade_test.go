@@ -1,6 +1,7 @@
 package upgrade_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/blang/semver/v4"
@@ -14,24 +15,28 @@ func TestFrom(t *testing.T) {
 		return &parsed
 	}
 	edges := upgrade.Edges{Replaces: "op.v1.1.0", Skips: []string{"op.v1.0.1"}, SkipRange: ">=1.0.0 <1.2.0"}
-	for _, tt := range []struct {
+	tests := []struct {
 		name    string
 		edges   upgrade.Edges
 		from    string
 		version *semver.Version
 		want    upgrade.Kind
 	}{
-		{"replaces", edges, "op.v1.1.0", v("1.1.0"), upgrade.Replaces},
-		{"replaces wins over the range", edges, "op.v1.1.0", nil, upgrade.Replaces},
-		{"skips", edges, "op.v1.0.1", v("1.0.1"), upgrade.Skips},
+		{"replaces", edges, "op.v1.1.0", nil, upgrade.Replaces},
+		{"skips", edges, "op.v1.0.1", nil, upgrade.Skips},
 		{"skipRange", edges, "op.v1.0.5", v("1.0.5"), upgrade.SkipRange},
-		{"skipRange needs a version", edges, "op.v1.0.5", nil, ""},
-		{"outside the range", edges, "op.v1.2.0", v("1.2.0"), ""},
+		{"replaces before skips and skipRange", upgrade.Edges{Replaces: "op.v1.1.0", Skips: []string{"op.v1.1.0"}, SkipRange: ">=1.0.0 <1.2.0"}, "op.v1.1.0", v("1.1.0"), upgrade.Replaces},
+		{"skips before skipRange", edges, "op.v1.0.1", v("1.0.1"), upgrade.Skips},
+		{"skipRange needs the version", edges, "op.v1.0.5", nil, ""},
+		{"the upper bound is outside", edges, "op.v1.2.0", v("1.2.0"), ""},
 		{"below the range", edges, "op.v0.9.0", v("0.9.0"), ""},
-		{"another package's name, same version", edges, "other.v1.0.5", v("1.0.5"), upgrade.SkipRange},
+		{"skipRange goes by version, not name", edges, "other.v1.0.5", v("1.0.5"), upgrade.SkipRange},
 		{"no edges", upgrade.Edges{}, "op.v1.0.0", v("1.0.0"), ""},
-		{"an unparsable range contains nothing", upgrade.Edges{SkipRange: ">=1.0 <<1.2"}, "op.v1.1.0", v("1.1.0"), ""},
-	} {
+		{"no skipRange contains nothing", upgrade.Edges{Replaces: "op.v1.1.0"}, "op.v1.0.0", v("1.0.0"), ""},
+		{"an unparsable skipRange contains nothing", upgrade.Edges{SkipRange: ">=1.0 <<1.2"}, "op.v1.1.0", v("1.1.0"), ""},
+		{"an unparsable skipRange leaves replaces", upgrade.Edges{Replaces: "op.v1.1.0", SkipRange: ">=1.0 <<1.2"}, "op.v1.1.0", v("1.1.0"), upgrade.Replaces},
+	}
+	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rule, _ := tt.edges.Compile()
 			kind, ok := rule.From(tt.from, tt.version)
@@ -43,22 +48,59 @@ func TestFrom(t *testing.T) {
 }
 
 func TestCompile(t *testing.T) {
-	if _, err := (upgrade.Edges{SkipRange: ">=1.0 <<1.2"}).Compile(); err == nil || err.Error()[:32] != `skipRange ">=1.0 <<1.2" does not` {
-		t.Errorf("err = %v, want one naming the skipRange", err)
+	tests := []struct {
+		name      string
+		skipRange string
+		wantErr   string
+	}{
+		{"no skipRange", "", ""},
+		{"a range", ">=0.0.6 <4.11.0", ""},
+		{"unparsable", ">=1.0 <<1.2", `skipRange ">=1.0 <<1.2" does not parse: `},
 	}
-	for _, e := range []upgrade.Edges{{}, {SkipRange: ">=0.0.6 <4.11.0"}} {
-		if _, err := e.Compile(); err != nil {
-			t.Errorf("%+v: %v", e, err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := upgrade.Edges{SkipRange: tt.skipRange}.Compile()
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.wantErr)) {
+				t.Errorf("Compile() error = %v, want one starting %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestInRange(t *testing.T) {
+	tests := []struct {
+		skipRange, version string
+		want               bool
+	}{
+		{">=0.0.6 <4.11.0", "0.0.6", true},
+		{">=0.0.6 <4.11.0", "4.10.0", true},
+		{">=0.0.6 <4.11.0", "4.11.0", false},
+		{"", "1.0.0", false},
+		{">=1.0 <<1.2", "1.1.0", false},
+	}
+	for _, tt := range tests {
+		rule, _ := upgrade.Edges{SkipRange: tt.skipRange}.Compile()
+		if got := rule.InRange(semver.MustParse(tt.version)); got != tt.want {
+			t.Errorf("skipRange %q contains %s = %v, want %v", tt.skipRange, tt.version, got, tt.want)
 		}
 	}
 }
 
 func TestNamed(t *testing.T) {
-	got := upgrade.Edges{Replaces: "a", Skips: []string{"b", "c"}}.Named()
-	if len(got) != 3 || got[0] != "b" || got[1] != "c" || got[2] != "a" {
-		t.Errorf("Named() = %v, want [b c a]", got)
+	tests := []struct {
+		name  string
+		edges upgrade.Edges
+		want  string
+	}{
+		{"skips, then replaces", upgrade.Edges{Replaces: "a", Skips: []string{"b", "c"}}, "b c a"},
+		{"replaces alone", upgrade.Edges{Replaces: "a"}, "a"},
+		{"none", upgrade.Edges{SkipRange: ">=1.0.0"}, ""},
 	}
-	if got := (upgrade.Edges{}).Named(); len(got) != 0 {
-		t.Errorf("Named() of no edges = %v", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := strings.Join(tt.edges.Named(), " "); got != tt.want {
+				t.Errorf("Named() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
