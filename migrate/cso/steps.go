@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -44,9 +45,10 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 			return deleteAndWait(ctx, c, "CSV", &operatorsv1alpha1.ClusterServiceVersion{}, csv, wait)
 		},
 	}, {
-		Name:        "wait-operator-removed",
-		Description: "wait until OLM removed the operator's Deployment and its pods are gone (they are not deleted here)",
-		Do:          wait("OLM to remove the operator", func(ctx context.Context) (bool, string, error) { return operatorGone(ctx, c, plan) }),
+		Name: "wait-operator-removed",
+		Description: fmt.Sprintf("wait until OLM removed the operator's Deployment and its pods are gone (they are not deleted here), "+
+			"and the Subscription, its InstallPlans and the CSV stayed gone for %s", settle),
+		Do: wait("OLM to remove the operator", olmLetGo(c, plan, sub, csv)),
 	}, {
 		Name:        "release-old-cr",
 		Description: fmt.Sprintf("remove the finalizers of %s, then delete it, so that the old operator's uninstall never runs", plan.CR),
@@ -80,23 +82,83 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 // that is there again without being deleted was re-created meanwhile (OLM was seen to re-create a
 // CSV from its InstallPlan right after the CSV's deletion completed): it is deleted again.
 func deleteAndWait(ctx context.Context, c client.Client, kind string, obj client.Object, key client.ObjectKey, wait func(string, func(context.Context) (bool, string, error)) func(context.Context) error) error {
+	return wait(fmt.Sprintf("%s %s to go", kind, key), func(ctx context.Context) (bool, string, error) {
+		there, status, err := deleteIfThere(ctx, c, kind, obj, key)
+		return !there, status, err
+	})(ctx)
+}
+
+// deleteIfThere deletes an object that exists and is not being deleted yet, and reports whether
+// it is there.
+func deleteIfThere(ctx context.Context, c client.Client, kind string, obj client.Object, key client.ObjectKey) (bool, string, error) {
 	obj.SetNamespace(key.Namespace)
 	obj.SetName(key.Name)
-	return wait(fmt.Sprintf("%s %s to go", kind, key), func(ctx context.Context) (bool, string, error) {
-		err := c.Get(ctx, key, obj)
-		switch {
-		case apierrors.IsNotFound(err):
-			return true, "", nil
-		case err != nil:
-			return false, "cannot read it: " + err.Error(), nil
-		case obj.GetDeletionTimestamp() == nil:
-			if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				return false, "", fmt.Errorf("deleting %s %s: %w", kind, key, err)
-			}
-			return false, "deleted", nil
+	err := c.Get(ctx, key, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, "", nil
+	case err != nil:
+		return true, "cannot read it: " + err.Error(), nil
+	case obj.GetDeletionTimestamp() == nil:
+		if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return true, "", fmt.Errorf("deleting %s %s: %w", kind, key, err)
 		}
-		return false, fmt.Sprintf("still there, finalizers %v", obj.GetFinalizers()), nil
-	})(ctx)
+		return true, "deleted", nil
+	}
+	return true, fmt.Sprintf("still there, finalizers %v", obj.GetFinalizers()), nil
+}
+
+// settle is how long the operator's OLM objects must stay gone before the hand-over goes on. OLM
+// acts on informer caches: one that has not seen the Subscription's deletion yet resolves it
+// again, creates an InstallPlan and re-creates the CSV, seconds after the CSV was deleted.
+const settle = 5 * time.Second
+
+// olmLetGo waits for OLM to remove the operator, deleting again the Subscription, InstallPlans
+// or CSV should OLM re-create one, and reports done once all of them stayed gone for settle.
+func olmLetGo(c client.Client, plan *Plan, sub, csv client.ObjectKey) func(context.Context) (bool, string, error) {
+	var quietSince time.Time
+	return func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, o := range []struct {
+			kind string
+			obj  client.Object
+			key  client.ObjectKey
+		}{
+			{"Subscription", &operatorsv1alpha1.Subscription{}, sub},
+			{"CSV", &operatorsv1alpha1.ClusterServiceVersion{}, csv},
+		} {
+			there, status, err := deleteIfThere(ctx, c, o.kind, o.obj, o.key)
+			if err != nil {
+				return false, "", err
+			}
+			if there {
+				left = append(left, fmt.Sprintf("%s %s is back (%s)", o.kind, o.key, status))
+			}
+		}
+		for _, check := range []func(context.Context) (bool, string, error){
+			installPlansGone(c, sub),
+			func(ctx context.Context) (bool, string, error) { return operatorGone(ctx, c, plan) },
+		} {
+			done, status, err := check(ctx)
+			if err != nil {
+				return false, "", err
+			}
+			if !done {
+				left = append(left, status)
+			}
+		}
+		if len(left) > 0 {
+			quietSince = time.Time{}
+			return false, strings.Join(left, "; "), nil
+		}
+		if quietSince.IsZero() {
+			quietSince = time.Now()
+		}
+		if quiet := time.Since(quietSince); quiet < settle {
+			return false, fmt.Sprintf("all gone for %s, making sure OLM does not re-create them", quiet.Round(time.Second)), nil
+		}
+		return true, "", nil
+	}
 }
 
 // installPlansGone deletes the InstallPlans that a Subscription owns and reports when none is left.

@@ -124,9 +124,11 @@ func TestMigrateSubscription(t *testing.T) {
 	e.assertVolumesUntouched(ctx, t)
 }
 
+// TestMigrateCSO is the heaviest end-to-end test (two drivers installed by OLM, three
+// migrations), so it gets more time than the others when CI runs them all at once on two cores.
 func TestMigrateCSO(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	drivers := olmEraDrivers()
