@@ -37,16 +37,19 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 
 .PHONY: test
-test: tools image-builder ## Run the tests (unit, golden, real-opm and real-apiserver tests) with the race detector
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -race -timeout 30m $$($(GO) list ./... | grep -v /test/e2e)
+# The release tests compress hundreds of megabytes of image layers, which takes ten times longer
+# under the race detector; their concurrency (registry.PinAll) is race-tested in images/registry.
+test: tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests) with the race detector
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -race -timeout 30m $$($(GO) list ./... | grep -v -e /test/e2e -e /release$$)
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -timeout 30m ./release/...
 
 .PHONY: e2e
 e2e: tools ## Run the end-to-end tests on the local test bed (etcd, kube-apiserver, kwok, OLM, opm)
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: bench
-bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency and memory; test bed and OLM flows)
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./test/e2e/...
+bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency and memory; image pushes and pinning; test bed and OLM flows)
+	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./release/... ./test/e2e/...
 	@# One run of 1,000 SharedVolumes and their baseline takes about 10 minutes.
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./sharedvolume/...
 
@@ -72,6 +75,29 @@ bundle: $(GENERATED_STAMP) cli ## Generate the OLM bundles into bundle/ and vali
 .PHONY: build
 build: cli ## Build the binaries into bin/
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/aws-efs-csi-driver-operator ./cmd/aws-efs-csi-driver-operator
+
+# The platforms the operator image is built for: those the EFS definition declares.
+PLATFORMS ?= linux/amd64 linux/arm64
+OPERATOR_BINARIES := $(foreach p,$(PLATFORMS),$(BIN)/$(subst /,_,$(p))/aws-efs-csi-driver-operator)
+
+.PHONY: operator-binaries
+operator-binaries: ## Build the statically linked operator binary for each of PLATFORMS, as its image runs it
+	@for p in $(PLATFORMS); do \
+		echo "go build aws-efs-csi-driver-operator for $$p"; \
+		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+			-o $(BIN)/$${p/\//_}/aws-efs-csi-driver-operator ./cmd/aws-efs-csi-driver-operator; \
+	done
+
+.PHONY: images
+images: operator-binaries cli tools ## Build the operator, bundle and catalog images into bin/images (an OCI layout), or push them under REGISTRY=
+	$(CSI_OLM) images $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) --opm "$$(hack/tools.sh opm)" \
+		--bundles bundle --catalogs catalog $(if $(REGISTRY),--registry $(REGISTRY),--oci-layout $(BIN)/images)
+
+.PHONY: release
+release: operator-binaries cli tools ## Pin every image by digest and publish the bundle and catalog images under REGISTRY= (MIRRORS="SRC=DST ..." reads SRC at DST)
+	@[[ -n "$(REGISTRY)" ]] || { echo "make release needs REGISTRY=, e.g. REGISTRY=quay.io/csi-olm"; exit 2; }
+	$(CSI_OLM) release --registry $(REGISTRY) $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) \
+		--opm "$$(hack/tools.sh opm)" $(foreach m,$(MIRRORS),--mirror $(m)) --output $(or $(OUTPUT),$(BIN)/release)
 
 .PHONY: cli
 cli:

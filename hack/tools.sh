@@ -63,7 +63,7 @@ build() {
 	shift 3
 	local version out
 	version=$(go list -m -f '{{.Version}}' "$module")
-	out="$cache/$name/$version/$name"
+	out="$cache/$name/$version${variant:+-$variant}/$name"
 	if [[ ! -x $out ]]; then
 		echo "building $name $version into $out" >&2
 		mkdir -p "$(dirname "$out")"
@@ -199,9 +199,11 @@ tool() {
 	case $1 in
 	opm)
 		# containers_image_openpgp avoids cgo gpgme, which cannot be installed here (docs/architecture.md#dependencies).
+		# Linked statically (no cgo, so no SQLite catalogs, which csi-olm never reads): the catalog
+		# images run this very binary on an empty base.
 		local v
 		v=$(go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
-		build opm github.com/operator-framework/operator-registry \
+		CGO_ENABLED=0 variant=static build opm github.com/operator-framework/operator-registry \
 			github.com/operator-framework/operator-registry/cmd/opm \
 			-tags containers_image_openpgp \
 			-ldflags "-X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$v"

@@ -54,7 +54,8 @@ func (s *Stack) startRegistry(ctx context.Context) error {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		return fmt.Errorf("writing the registry's configuration: %w", err)
 	}
-	p, err := s.start("registry", nil, s.opts.Tools.Registry, "serve", path)
+	// Without it the registry sends its traces to an OpenTelemetry collector on localhost:4318.
+	p, err := s.start("registry", []string{"OTEL_TRACES_EXPORTER=none"}, s.opts.Tools.Registry, "serve", path)
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,8 @@ type Options struct {
 	Detached bool
 	// Registry starts an image registry on loopback next to the cluster (Stack.Registry).
 	Registry bool
+	// NoCluster, with Registry, starts the registry alone: image tests need no cluster.
+	NoCluster bool
 	// Logf reports progress; nil for silence.
 	Logf func(format string, args ...any)
 }
@@ -104,7 +106,10 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	if err := opts.Tools.check(opts.Level); err != nil {
+	if opts.NoCluster && !opts.Registry {
+		return nil, fmt.Errorf("a stack without a cluster runs only a registry: set Registry too")
+	}
+	if err := opts.Tools.check(opts.Level, opts.NoCluster); err != nil {
 		return nil, err
 	}
 	dir := opts.Dir
@@ -127,6 +132,9 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 			return s, err
 		}
 		s.Timings["registry"] = time.Since(begin)
+	}
+	if opts.NoCluster {
+		return s, nil
 	}
 	if err := s.startAPIServer(ctx); err != nil {
 		return s, err

@@ -77,9 +77,12 @@ func repoRoot() (string, error) {
 	}
 }
 
-// check makes sure every tool a level needs is present.
-func (t Tools) check(level Level) error {
+// check makes sure every tool a level, or a stack without a cluster, needs is present.
+func (t Tools) check(level Level, noCluster bool) error {
 	need := map[string]string{"etcd": t.Etcd, "kube-apiserver": t.APIServer}
+	if noCluster {
+		need, level = map[string]string{}, APIServer
+	}
 	if level >= Full {
 		need["kube-controller-manager"], need["kube-scheduler"], need["kwok"], need["kwok-crds"] = t.ControllerManager, t.Scheduler, t.Kwok, t.KwokCRDs
 	}

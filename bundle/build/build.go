@@ -38,6 +38,7 @@ const (
 	AnnotationsFile = "metadata/annotations.yaml"
 	DockerfileFile  = "bundle.Dockerfile"
 	ManifestsDir    = "manifests"
+	MetadataDir     = "metadata"
 )
 
 // Bundle is one generated bundle, held in memory until every bundle has been built and checked.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
@@ -150,8 +151,8 @@ func TestCSVContent(t *testing.T) {
 			}
 			related := map[string]bool{}
 			for _, img := range csv.Spec.RelatedImages {
-				if !strings.Contains(img.Image, "@sha256:") {
-					t.Errorf("related image %s = %q is not pinned by digest", img.Name, img.Image)
+				if problem := definition.ImageProblem(img.Image, false); problem != "" {
+					t.Errorf("related image %s: %s", img.Name, problem)
 				}
 				related[img.Image] = true
 			}

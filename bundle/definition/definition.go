@@ -145,9 +145,9 @@ type Release struct {
 	// TechPreview marks a release whose description warns it is not supported for production.
 	TechPreview bool
 
-	// OperatorImage is the operator's image, pinned by digest.
+	// OperatorImage is the operator's image: a release tag, which `csi-olm release` pins by digest.
 	OperatorImage string
-	// Images are the operand images, pinned by digest.
+	// Images are the operand images, referenced like OperatorImage.
 	Images []Image
 }
 
@@ -158,7 +158,7 @@ type Image struct {
 	// Env is the environment variable of the operator Deployment that carries the image; empty
 	// when the operator has the image built in (the community operator does).
 	Env string
-	// Ref is the image reference, pinned by digest.
+	// Ref is the image reference: a release tag, or a digest a registry served.
 	Ref string
 }
 

@@ -275,14 +275,30 @@ func (v *validator) checkRelease(o *Operator, r Release) {
 }
 
 func (v *validator) checkImage(where, what, ref string) {
+	if problem := ImageProblem(ref, false); problem != "" {
+		v.addf(where, "%s %s", what, problem)
+	}
+}
+
+// ImageProblem says what is wrong with an image reference, or returns "". Every reference needs
+// a release tag or a digest, so that it names one build; pinned demands the digest, which is what
+// a released bundle carries so that it always deploys the same bits.
+func ImageProblem(ref string, pinned bool) string {
 	named, err := reference.ParseNormalizedNamed(ref)
 	if err != nil {
-		v.addf(where, "%s %q is not an image reference: %v", what, ref, err)
-		return
+		return fmt.Sprintf("%q is not an image reference: %v", ref, err)
 	}
-	if _, ok := named.(reference.Digested); !ok {
-		v.addf(where, "%s %q has no digest: pin it as repo@sha256:<digest> so the bundle always deploys the same bits", what, ref)
+	_, digested := named.(reference.Digested)
+	tagged, isTagged := named.(reference.Tagged)
+	switch {
+	case pinned && !digested:
+		return fmt.Sprintf("%q is not pinned by digest: `csi-olm release` pins it as repo@sha256:<digest>", ref)
+	case !digested && !isTagged:
+		return fmt.Sprintf("%q has neither a tag nor a digest: name a release tag", ref)
+	case !digested && tagged.Tag() == "latest":
+		return fmt.Sprintf("%q names the moving tag latest: name a release tag", ref)
 	}
+	return ""
 }
 
 // checkDeployment makes sure the Deployment a definition builds runs the release's operator

@@ -99,18 +99,18 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 			want:   []string{`manifest serves no version "v1"`},
 		},
 		{
-			name: "operand image without digest",
+			name: "operand image with neither tag nor digest",
 			mutate: func(ops []d.Operator) {
-				ops[efs].Releases[2].Images[0].Ref = "quay.io/csi-olm/aws-efs-csi-driver:v4.11"
+				ops[efs].Releases[2].Images[0].Ref = "quay.io/csi-olm/aws-efs-csi-driver"
 			},
-			want: []string{`image "aws-efs-csi-driver" "quay.io/csi-olm/aws-efs-csi-driver:v4.11" has no digest`},
+			want: []string{`image "aws-efs-csi-driver" "quay.io/csi-olm/aws-efs-csi-driver" has neither a tag nor a digest`},
 		},
 		{
-			name: "operator image without digest",
+			name: "operator image on the moving tag latest",
 			mutate: func(ops []d.Operator) {
-				ops[manila].Releases[0].OperatorImage = "quay.io/openshift/origin-csi-driver-manila-operator:4.5"
+				ops[manila].Releases[0].OperatorImage = "quay.io/openshift/origin-csi-driver-manila-operator:latest"
 			},
-			want: []string{`operator image "quay.io/openshift/origin-csi-driver-manila-operator:4.5" has no digest`},
+			want: []string{`operator image "quay.io/openshift/origin-csi-driver-manila-operator:latest" names the moving tag latest`},
 		},
 		{
 			name:   "image that is no reference",
@@ -176,7 +176,7 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 			name: "Deployment that drops an image env var",
 			mutate: func(ops []d.Operator) {
 				ops[ebs].Releases[0].Images = append(ops[ebs].Releases[0].Images, d.Image{
-					Name: "extra", Env: "EXTRA_IMAGE", Ref: "quay.io/x/y@sha256:" + strings.Repeat("a", 64),
+					Name: "extra", Env: "EXTRA_IMAGE", Ref: "quay.io/x/y:v1",
 				})
 				ops[ebs].Deployment = func(r d.Release) appsv1.DeploymentSpec {
 					r.Images = r.Images[:len(r.Images)-1]

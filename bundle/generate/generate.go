@@ -21,7 +21,9 @@ import (
 type Generate struct {
 	OutputDir string
 	Operators []definition.Operator
-	Out       io.Writer
+	// Release validates the bundles as released bundles: every image pinned by digest.
+	Release bool
+	Out     io.Writer
 }
 
 // Run builds, validates and writes the bundles.
@@ -74,7 +76,7 @@ func (g *Generate) validate(staging string, bundles []*build.Bundle) error {
 	explain := validation.ExplainerFor(g.Operators)
 	var failures []string
 	for _, b := range bundles {
-		for _, p := range validation.Bundle(filepath.Join(staging, b.Dir()), explain) {
+		for _, p := range validation.Bundle(filepath.Join(staging, b.Dir()), validation.Options{Explain: explain, Release: g.Release}) {
 			if p.Level == validation.Error || p.Explained == "" {
 				p.File = strings.Replace(p.File, staging, g.OutputDir, 1)
 				failures = append(failures, p.String())

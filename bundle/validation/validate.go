@@ -18,7 +18,9 @@ import (
 type Validate struct {
 	Paths []string
 	// Strict fails on warnings that no waiver explains.
-	Strict  bool
+	Strict bool
+	// Release checks the bundles as a release publishes them (see Options.Release).
+	Release bool
 	Explain Explainer
 	Out     io.Writer
 }
@@ -38,7 +40,7 @@ func (v *Validate) Run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		problems := Bundle(dir, v.Explain)
+		problems := Bundle(dir, Options{Explain: v.Explain, Release: v.Release})
 		sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
 		e, w, x := Counts(problems)
 		errs, warnings, explained = errs+e, warnings+w, explained+x

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/distribution/reference"
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apivalidation "github.com/operator-framework/api/pkg/validation"
@@ -74,8 +73,17 @@ var validators = []struct {
 	{"GoodPractices", apivalidation.GoodPracticesValidator},
 }
 
+// Options say how strictly a bundle is checked.
+type Options struct {
+	// Explain says why a warning is expected; nil explains none.
+	Explain Explainer
+	// Release demands what a released bundle must carry: every image pinned by digest. The
+	// bundles committed for development reference release tags instead.
+	Release bool
+}
+
 // Bundle validates one bundle directory and returns every problem found.
-func Bundle(dir string, explain Explainer) []Problem {
+func Bundle(dir string, opts Options) []Problem {
 	files, problems := indexManifests(dir)
 	b, err := manifests.GetBundleFromDir(dir)
 	if err != nil {
@@ -91,14 +99,14 @@ func Bundle(dir string, explain Explainer) []Problem {
 			file := files.lookupName(result.Name, csvFile)
 			for _, e := range append(result.Errors, result.Warnings...) {
 				p := Problem{File: file, Level: levelOf(e), Validator: val.name, Message: message(e)}
-				if p.Level == Warning && explain != nil {
-					p.Explained = explain(b.CSV.Name, p.Message)
+				if p.Level == Warning && opts.Explain != nil {
+					p.Explained = opts.Explain(b.CSV.Name, p.Message)
 				}
 				problems = append(problems, p)
 			}
 		}
 	}
-	for _, msg := range csvProblems(b.CSV) {
+	for _, msg := range csvProblems(b.CSV, opts.Release) {
 		problems = append(problems, Problem{File: csvFile, Level: Error, Validator: "csi-olm", Message: msg})
 	}
 	problems = append(problems, labelProblems(dir)...)
@@ -123,17 +131,15 @@ func message(e validationerrors.Error) string {
 	return msg
 }
 
-// csvProblems are csi-olm's own rules for a CSV: images pinned by digest and handed to the
-// operator only if mirrored, and no wildcard permissions.
-func csvProblems(csv *v1alpha1.ClusterServiceVersion) []string {
+// csvProblems are csi-olm's own rules for a CSV: images named by a release tag or, in a release,
+// pinned by digest; handed to the operator only if mirrored; and no wildcard permissions.
+func csvProblems(csv *v1alpha1.ClusterServiceVersion, release bool) []string {
 	var problems []string
 	related := map[string]bool{}
 	for _, img := range csv.Spec.RelatedImages {
 		related[img.Image] = true
-		if named, err := reference.ParseNormalizedNamed(img.Image); err == nil {
-			if _, ok := named.(reference.Digested); !ok {
-				problems = append(problems, fmt.Sprintf("spec.relatedImages %q: image %q is not pinned by digest", img.Name, img.Image))
-			}
+		if problem := definition.ImageProblem(img.Image, release); problem != "" {
+			problems = append(problems, fmt.Sprintf("spec.relatedImages %q: image %s", img.Name, problem))
 		}
 	}
 	strategy := csv.Spec.InstallStrategy.StrategySpec

@@ -22,7 +22,7 @@ func TestCommittedBundlesAreClean(t *testing.T) {
 	explain := validation.ExplainerFor(drivers.All())
 	explained := 0
 	for _, dir := range committed {
-		for _, p := range validation.Bundle(dir, explain) {
+		for _, p := range validation.Bundle(dir, validation.Options{Explain: explain}) {
 			if p.Level == validation.Error || p.Explained == "" {
 				t.Errorf("%s", p)
 			} else {
@@ -33,6 +33,24 @@ func TestCommittedBundlesAreClean(t *testing.T) {
 	// The two preview-channel bundles (EFS 4.9.0, EBS 4.5.0) each carry one explained warning.
 	if explained != 2 {
 		t.Errorf("%d explained warnings, want 2", explained)
+	}
+}
+
+// TestReleaseModeDemandsDigests checks that the committed bundles, which reference release tags,
+// fail a release check on every related image, and only on those.
+func TestReleaseModeDemandsDigests(t *testing.T) {
+	problems := validation.Bundle(efsHead, validation.Options{Explain: validation.ExplainerFor(drivers.All()), Release: true})
+	var unpinned []string
+	for _, p := range problems {
+		if p.Level == validation.Error && strings.Contains(p.Message, "is not pinned by digest") {
+			unpinned = append(unpinned, p.Message)
+		} else if p.Level == validation.Error || p.Explained == "" {
+			t.Errorf("unexpected: %s", p)
+		}
+	}
+	// The operator image and the five operand images.
+	if len(unpinned) != 6 {
+		t.Errorf("%d unpinned images reported, want 6:\n%s", len(unpinned), strings.Join(unpinned, "\n"))
 	}
 }
 
@@ -102,12 +120,12 @@ func TestBrokenBundles(t *testing.T) {
 			want: []wantProblem{{"bundle.Dockerfile", "LABEL operators.operatorframework.io.bundle.package.v1 is missing", validation.Error}},
 		},
 		{
-			name: "related image without digest and deployment image not mirrored",
+			name: "related image on a moving tag and deployment image not mirrored",
 			break_: func(t *testing.T, dir string) {
-				editFile(t, filepath.Join(dir, csvFile), "image: quay.io/brancz/kube-rbac-proxy@sha256:563673ed19095ea05e6664b260a50408fd824b58f5de6233ae17550564042dbd", "image: quay.io/brancz/kube-rbac-proxy:latest")
+				editFile(t, filepath.Join(dir, csvFile), "image: quay.io/brancz/kube-rbac-proxy:v0.20.0", "image: quay.io/brancz/kube-rbac-proxy:latest")
 			},
 			want: []wantProblem{
-				{csvFile, `image "quay.io/brancz/kube-rbac-proxy:latest" is not pinned by digest`, validation.Error},
+				{csvFile, `image "quay.io/brancz/kube-rbac-proxy:latest" names the moving tag latest`, validation.Error},
 				{csvFile, "env KUBE_RBAC_PROXY_IMAGE image", validation.Error},
 			},
 		},
@@ -165,7 +183,7 @@ func TestBrokenBundles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyBundle(t, efsHead)
 			tt.break_(t, dir)
-			problems := validation.Bundle(dir, explain)
+			problems := validation.Bundle(dir, validation.Options{Explain: explain})
 			for _, w := range tt.want {
 				wantFile := filepath.Join(dir, w.file)
 				found := false

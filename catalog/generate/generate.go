@@ -36,8 +36,11 @@ type Generate struct {
 	// BundleImage is a text/template for bundle image references ({{.Package}}, {{.Name}},
 	// {{.Version}}). Empty means offline: no image, bundle manifests embedded.
 	BundleImage string
-	Operators   []definition.Operator
-	Out         io.Writer
+	// BundleImages maps CSV names to the bundle images a release pushed; when set, it replaces
+	// BundleImage and every bundle needs an entry.
+	BundleImages map[string]string
+	Operators    []definition.Operator
+	Out          io.Writer
 }
 
 // catalogOrder lists the catalogs in the order they are built: the community one first, because
@@ -95,7 +98,13 @@ func (g *Generate) addOperator(cfg *declcfg.DeclarativeConfig, o *definition.Ope
 		csvName := o.CSVName(r.Version)
 		dir := filepath.Join(g.BundleDir, o.Package, r.Version)
 		image := ""
-		if tmpl != nil {
+		if g.BundleImages != nil {
+			var ok bool
+			if image, ok = g.BundleImages[csvName]; !ok {
+				errs = append(errs, fmt.Sprintf("%s: no bundle image was pushed for it", csvName))
+				continue
+			}
+		} else if tmpl != nil {
 			var err error
 			if image, err = bundleImage(tmpl, o.Package, csvName, r.Version); err != nil {
 				errs = append(errs, fmt.Sprintf("%s: %v", csvName, err))

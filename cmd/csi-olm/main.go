@@ -15,7 +15,9 @@ import (
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/catalog"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/dev"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/efs"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/images"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/migrate"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/release"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/version"
 )
 
@@ -39,6 +41,6 @@ AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between
 		SilenceUsage: true,
 	}
 	root.AddCommand(version.NewCommand(), bundle.NewCommand(), catalog.NewCommand(), efs.NewCommand(),
-		migrate.NewCommand(), dev.NewCommand())
+		migrate.NewCommand(), images.NewCommand(), release.NewCommand(), dev.NewCommand())
 	return root
 }

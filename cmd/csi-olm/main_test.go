@@ -64,6 +64,23 @@ func TestVerbsAreWired(t *testing.T) {
 	if _, err := execute(t, "bundle", "validate"); err == nil {
 		t.Error("bundle validate without a directory succeeded")
 	}
+	// The committed bundles name release tags: fine for development, not for a release.
+	if out, err := execute(t, "bundle", "validate", "--strict", "../../bundle/aws-efs-operator/4.11.0"); err != nil {
+		t.Errorf("bundle validate on the committed head: %v\n%s", err, out)
+	}
+	out, err = execute(t, "bundle", "validate", "--release", "../../bundle/aws-efs-operator/4.11.0")
+	if err == nil || !strings.Contains(out, `"quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0" is not pinned by digest`) {
+		t.Errorf("bundle validate --release on tags: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{
+		{"release"},
+		{"release", "--registry", "127.0.0.1:5000/csi-olm", "--mirror", "quay.io"},
+		{"catalog", "images", "../../catalog/certified", "--format", "idms"},
+	} {
+		if _, err := execute(t, args...); err == nil {
+			t.Errorf("%v succeeded", args)
+		}
+	}
 }
 
 // TestClusterChangingVerbsDefaultToDryRun keeps every verb that changes a cluster safe by default.

@@ -58,7 +58,7 @@ func goList(t *testing.T, args ...string) []pkg {
 // the exceptions below; the names are paths relative to the module.
 const (
 	leaf   = iota // shared leaves: names, kube helpers, API types, CRDs, embedded assets
-	domain        // bundle, catalog, operator, sharedvolume, migrate, testbed, efs-utils-base
+	domain        // bundle, catalog, images, release, operator, sharedvolume, migrate, testbed, efs-utils-base
 	cli           // cmd: thin cobra wiring over domain actions
 	tests         // test: suites, fixtures and test helpers
 )
@@ -78,9 +78,12 @@ var leaves = []string{
 var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|crd)$`)
 
 // domainImports are the only imports allowed from one domain into another: catalogs are built
-// from bundles, and the operator runs the SharedVolume controller in its process.
+// from bundles, bundle images too, a release publishes all three, and the operator runs the
+// SharedVolume controller in its process.
 var domainImports = map[string][]string{
 	"catalog":  {"bundle"},
+	"images":   {"bundle"},
+	"release":  {"bundle", "catalog", "images"},
 	"operator": {"sharedvolume"},
 }
 

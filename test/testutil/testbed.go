@@ -2,6 +2,7 @@ package testutil
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,9 @@ func StartTestBed(t testing.TB, level testbed.Level, options ...func(*testbed.Op
 	if s != nil {
 		t.Cleanup(func() {
 			if t.Failed() {
-				t.Logf("test bed logs:\n%s", s.LogTails(30))
+				// A few lines each: CI keeps only the tail of a run's output, and the test's own
+				// errors, printed before these, must stay in it.
+				t.Logf("test bed logs (full logs in %s):\n%s", filepath.Join(s.Dir, "logs"), s.LogTails(8))
 			}
 			s.Stop()
 		})
@@ -54,4 +57,11 @@ func StartTestBed(t testing.TB, level testbed.Level, options ...func(*testbed.Op
 		t.Fatalf("starting a %s stack: %v", level, err)
 	}
 	return s
+}
+
+// StartRegistry starts the test bed's image registry alone, on loopback over plain HTTP, and
+// returns its host:port.
+func StartRegistry(t testing.TB) string {
+	t.Helper()
+	return StartTestBed(t, testbed.APIServer, func(o *testbed.Options) { o.Registry, o.NoCluster = true, true }).Registry
 }

@@ -171,3 +171,16 @@ func deployment(namespace, name string) *appsv1.Deployment {
 		},
 	}
 }
+
+// BuildStatic builds a main package as `make operator-binaries` does for an image: statically
+// linked (no cgo), for linux/goarch, without local paths.
+func BuildStatic(tb testing.TB, pkg, goarch string) string {
+	tb.Helper()
+	bin := filepath.Join(tb.TempDir(), goarch, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("building %s for linux/%s: %v\n%s", pkg, goarch, err, out)
+	}
+	return bin
+}

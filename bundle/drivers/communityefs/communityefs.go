@@ -90,24 +90,24 @@ func Operator() d.Operator {
 		DeploymentName: names.CommunityOperatorName,
 		Deployment:     deployment,
 		Releases: []d.Release{
-			release("0.0.6", "", "2020-06-02T00:00:00Z", "fced9947df2506ccbec55a758aa2c7c184ff47cc5645c615c686c79fb651efe8"),
-			release("0.0.7", "aws-efs-operator.v0.0.6", "2020-08-18T00:00:00Z", "1abcee0ee188bff280f921976de3d67059e5e10df9da5a3110f566b0b87907b3"),
-			release("0.0.8", "aws-efs-operator.v0.0.7", "2021-02-09T00:00:00Z", "c01fdec8c84006fef3d58cf0b0646f42ba498c7ad45cf8ad54c4886671ba4906"),
+			release("0.0.6", "", "2020-06-02T00:00:00Z"),
+			release("0.0.7", "aws-efs-operator.v0.0.6", "2020-08-18T00:00:00Z"),
+			release("0.0.8", "aws-efs-operator.v0.0.7", "2021-02-09T00:00:00Z"),
 		},
 	}
 }
 
 // release is one community release; the driver images were built into the operator, so they
 // are listed for mirroring but handed to no environment variable.
-func release(version, replaces, createdAt, operatorDigest string) d.Release {
+func release(version, replaces, createdAt string) d.Release {
 	return d.Release{
 		Version: version, Channels: []string{"stable"}, Replaces: replaces, Maturity: "alpha",
 		CreatedAt:     createdAt,
-		OperatorImage: "quay.io/app-sre/aws-efs-operator@sha256:" + operatorDigest,
+		OperatorImage: "quay.io/app-sre/aws-efs-operator:v" + version,
 		Images: []d.Image{
-			{Name: "aws-efs-csi-driver", Ref: "docker.io/amazon/aws-efs-csi-driver@sha256:48a84505d2a21f7f694aa106d1eade8e75eb272060326ee40cc28fda29f1c112"},
-			{Name: "csi-node-driver-registrar", Ref: "quay.io/k8scsi/csi-node-driver-registrar@sha256:9fc6c169ef143444105ab6e68574abfb384f4b4239a14c50a9cbb24f44f4a11a"},
-			{Name: "csi-livenessprobe", Ref: "quay.io/k8scsi/livenessprobe@sha256:7acd83e8053c27841b7281887b518b8ea67ad5fcba9771e645ce14e087b98e19"},
+			{Name: "aws-efs-csi-driver", Ref: "docker.io/amazon/aws-efs-csi-driver:v1.0.0"},
+			{Name: "csi-node-driver-registrar", Ref: "quay.io/k8scsi/csi-node-driver-registrar:v1.3.0"},
+			{Name: "csi-livenessprobe", Ref: "quay.io/k8scsi/livenessprobe:v2.0.0"},
 		},
 	}
 }

@@ -133,28 +133,16 @@ func Operator() d.Operator {
 			{
 				Version: "4.9.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
 				CreatedAt:     "2026-09-01T00:00:00Z",
-				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator@sha256:bd712e70c839ca782176dac345b9d788f5201698210608818d198b11c9123fd7",
-				Images: images(
-					"a1f82a9c4bc68ae83579264763027c86c8e751262d80f942aba1946b418974ca",
-					"50b6b1cf6d6e1dbd6981a805e6168cbbdcb11cb375f437a43a57ab8c1997234b",
-					"959ba003622b678783207286b4ecb409d71603ea19ab16cb4bf5a2dee9e89940",
-					"4f7a20e07f7d6985cfcfb4e37e7c973c58d3a77785dc27669d4d36175b767446",
-					"5d2538c2f294523fbf4a63f37d49276c50a414c163feb983bf1384db7f62df8f",
-				),
+				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.9.0",
+				Images:        images("v4.9.0", "v5.0.2", "v2.12.0", "v2.14.0", "v0.18.1"),
 			},
 			{
 				// The first GA release upgrades every community version and the tech preview.
 				Version: "4.10.0", Channels: []string{"stable"}, Maturity: "stable",
 				Replaces: "aws-efs-operator.v0.0.8", SkipRange: ">=0.0.6 <4.10.0",
 				CreatedAt:     "2026-10-15T00:00:00Z",
-				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator@sha256:a9f4ced4f34d0a9dd50ecce142194bd755596fc530f28852ef991610d149767a",
-				Images: images(
-					"3364d86c0e3568d7ce158fc76ec5f679549b3a2d10cbda4acdd0ad65ac906f0f",
-					"0141b8d0b36fc4e7cb3f87e94d848ccc97372cfed99423f12e9951b64817adf9",
-					"1bcc38c8a9596e43571431f289e162330535018f936228ccc3342f16feff1a3c",
-					"4a58fb0d1c8bc41b61d6ca1a66e55b75405e3dd66ba22423a67817f5e3604500",
-					"0dda6633db87e2aef614091cbfc3e00043b90a075b153db53468814fcba5dac6",
-				),
+				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.10.0",
+				Images:        images("v4.10.0", "v5.1.0", "v2.13.0", "v2.15.0", "v0.19.1"),
 			},
 			{
 				// The head keeps a direct edge from every community version, so a source
@@ -162,14 +150,8 @@ func Operator() d.Operator {
 				Version: "4.11.0", Channels: []string{"stable"}, Maturity: "stable",
 				Replaces: "aws-efs-csi-driver-operator.v4.10.0", SkipRange: ">=0.0.6 <4.11.0",
 				CreatedAt:     "2026-11-20T00:00:00Z",
-				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator@sha256:16635e9412c3d40d691bcba8bf9d0959a8d322e77b68fb0a86df862df76713d0",
-				Images: images(
-					"a6c04a2175522e05b640bba3146f6244dd8b7344c7f4cfd62a2277efed91b57d",
-					"37b02d60ce1f110082b532bc309fb0b0c988c2ae203c5ee5dd98a182ef366805",
-					"11e06676a426026701b2bfa8ef5af980fb686e8bc698d89590f973656ba99f04",
-					"9b388e672374b1fea07ab096360993433261a327a613f8841bed7ec46226a89a",
-					"563673ed19095ea05e6664b260a50408fd824b58f5de6233ae17550564042dbd",
-				),
+				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0",
+				Images:        images("v4.11.0", "v5.3.0", "v2.15.0", "v2.17.0", "v0.20.0"),
 			},
 		},
 		Waivers: []d.Waiver{{
@@ -187,15 +169,15 @@ func links() []v1alpha1.AppLink {
 	}
 }
 
-// images lists a release's operand images from their digests, in the order driver,
-// provisioner, node-driver-registrar, livenessprobe, kube-rbac-proxy.
+// images lists a release's operand images from their tags, in the order driver, provisioner,
+// node-driver-registrar, livenessprobe, kube-rbac-proxy. `csi-olm release` pins them by digest.
 func images(driver, provisioner, registrar, liveness, rbacProxy string) []d.Image {
 	return []d.Image{
-		{Name: "aws-efs-csi-driver", Env: names.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver@sha256:" + driver},
-		{Name: "csi-external-provisioner", Env: names.ProvisionerImageEnv, Ref: "registry.k8s.io/sig-storage/csi-provisioner@sha256:" + provisioner},
-		{Name: "csi-node-driver-registrar", Env: names.RegistrarImageEnv, Ref: "registry.k8s.io/sig-storage/csi-node-driver-registrar@sha256:" + registrar},
-		{Name: "csi-livenessprobe", Env: names.LivenessProbeImageEnv, Ref: "registry.k8s.io/sig-storage/livenessprobe@sha256:" + liveness},
-		{Name: "kube-rbac-proxy", Env: names.KubeRBACProxyImageEnv, Ref: "quay.io/brancz/kube-rbac-proxy@sha256:" + rbacProxy},
+		{Name: "aws-efs-csi-driver", Env: names.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver:" + driver},
+		{Name: "csi-external-provisioner", Env: names.ProvisionerImageEnv, Ref: "registry.k8s.io/sig-storage/csi-provisioner:" + provisioner},
+		{Name: "csi-node-driver-registrar", Env: names.RegistrarImageEnv, Ref: "registry.k8s.io/sig-storage/csi-node-driver-registrar:" + registrar},
+		{Name: "csi-livenessprobe", Env: names.LivenessProbeImageEnv, Ref: "registry.k8s.io/sig-storage/livenessprobe:" + liveness},
+		{Name: "kube-rbac-proxy", Env: names.KubeRBACProxyImageEnv, Ref: "quay.io/brancz/kube-rbac-proxy:" + rbacProxy},
 	}
 }
 

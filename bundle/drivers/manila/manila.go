@@ -101,13 +101,13 @@ func Operator() d.Operator {
 		Releases: []d.Release{{
 			Version: "4.5.0", Channels: []string{"stable"}, Maturity: "stable",
 			CreatedAt:     "2020-07-13T00:00:00Z",
-			OperatorImage: "quay.io/openshift/origin-csi-driver-manila-operator@sha256:8454663c7cff3e38789ed1bc7dc867432c17322015bdb51441979a9c15cc02a8",
+			OperatorImage: "quay.io/openshift/origin-csi-driver-manila-operator:4.5",
 			Images: []d.Image{
-				{Name: "csi-external-provisioner", Env: "EXTERNAL_PROVISIONER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-provisioner@sha256:045c73b5f55637b047a78b826d5973a079878f1f60cd5fea27a34a1daa6bd9f1"},
-				{Name: "csi-external-snapshotter", Env: "EXTERNAL_SNAPSHOTTER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-snapshotter@sha256:08819ccee72a23166103534a6cfe3ba89eae4a956064e358fdf387d8a84d698c"},
-				{Name: "csi-driver-manila", Env: "CSI_DRIVER_MANILA_IMAGE", Ref: "quay.io/openshift/origin-csi-driver-manila@sha256:228c81c3afac2f0deaf87e9fa7e974dd1d22880ab6397ad92450982de8ac06c5"},
-				{Name: "csi-node-driver-registrar", Env: "CSI_NODE_DRIVER_REGISTRAR_IMAGE", Ref: "quay.io/openshift/origin-csi-node-driver-registrar@sha256:036e932a5b3e8f38f4e12df6c0f9d6c0c9cd0313b8a94ffb62631c5605b6d066"},
-				{Name: "csi-driver-nfs", Env: "CSI_DRIVER_NFS_IMAGE", Ref: "quay.io/openshift/origin-csi-driver-nfs@sha256:e39ed03bc08193c5e2bb99fe5c400cebfe545f64768c3fe6b532f64b95181d8d"},
+				{Name: "csi-external-provisioner", Env: "EXTERNAL_PROVISIONER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-provisioner:4.5"},
+				{Name: "csi-external-snapshotter", Env: "EXTERNAL_SNAPSHOTTER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-snapshotter:4.5"},
+				{Name: "csi-driver-manila", Env: "CSI_DRIVER_MANILA_IMAGE", Ref: "quay.io/openshift/origin-csi-driver-manila:4.5"},
+				{Name: "csi-node-driver-registrar", Env: "CSI_NODE_DRIVER_REGISTRAR_IMAGE", Ref: "quay.io/openshift/origin-csi-node-driver-registrar:4.5"},
+				{Name: "csi-driver-nfs", Env: "CSI_DRIVER_NFS_IMAGE", Ref: "quay.io/openshift/origin-csi-driver-nfs:4.5"},
 			},
 		}},
 	}

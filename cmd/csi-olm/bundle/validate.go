@@ -14,9 +14,10 @@ func newValidate() *cobra.Command {
 		Short: "Validate OLM bundle directories",
 		Long: `Validates each bundle directory given, or every bundle below a directory, with
 operator-framework/api's default bundle validators, the OperatorHub, standard capabilities,
-standard categories and good-practices validators, and csi-olm's own checks (images pinned by
-digest and listed in relatedImages, no wildcard permissions, bundle.Dockerfile labels equal to
-metadata/annotations.yaml). Prints every problem with the file it comes from. Warnings that an
+standard categories and good-practices validators, and csi-olm's own checks (images named by a
+release tag or a digest, never latest, and listed in relatedImages; no wildcard permissions;
+bundle.Dockerfile labels equal to metadata/annotations.yaml). With --release, every image must be
+pinned by digest, as in the bundles ` + "`csi-olm release`" + ` writes. Prints every problem with the file it comes from. Warnings that an
 operator definition explains are shown as explained and do not count.
 
 Exits non-zero when a bundle has errors, or with --strict, unexplained warnings.`,
@@ -29,5 +30,6 @@ Exits non-zero when a bundle has errors, or with --strict, unexplained warnings.
 		},
 	}
 	cmd.Flags().BoolVar(&v.Strict, "strict", false, "fail on warnings that no waiver explains")
+	cmd.Flags().BoolVar(&v.Release, "release", false, "check released bundles: every image pinned by digest")
 	return cmd
 }

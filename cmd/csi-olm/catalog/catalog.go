@@ -9,6 +9,6 @@ func NewCommand() *cobra.Command {
 		Use:   "catalog",
 		Short: "Generate, validate and draw file-based catalogs",
 	}
-	cmd.AddCommand(newGenerate(), newValidate(), newGraph())
+	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages())
 	return cmd
 }

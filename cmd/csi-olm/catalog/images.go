@@ -1,0 +1,34 @@
+package catalog
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/catalog/images"
+)
+
+func newImages() *cobra.Command {
+	a := &images.Images{}
+	cmd := &cobra.Command{
+		Use:   "images <dir>",
+		Short: "List every image a catalog needs, for mirroring",
+		Long: `Lists every bundle and related image of a catalog (operators and operands), once each:
+
+  list      one reference per line, for skopeo or oc image mirror
+  idms      an ImageDigestMirrorSet that sends the cluster's pulls to --mirror; the images must be
+            pinned by digest, as in the catalogs ` + "`csi-olm release`" + ` publishes
+  imageset  an oc-mirror ImageSetConfiguration for --catalog-image, every package and channel`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.Catalog = args[0]
+			a.Out = cmd.OutOrStdout()
+			return a.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&a.Format, "format", "f", images.FormatList, "format: "+strings.Join(images.Formats, ", "))
+	cmd.Flags().StringVar(&a.Mirror, "mirror", "", "registry the ImageDigestMirrorSet redirects to, e.g. mirror.example:5000")
+	cmd.Flags().StringVar(&a.CatalogImage, "catalog-image", "", "catalog image the ImageSetConfiguration mirrors")
+	cmd.Flags().StringVar(&a.Name, "name", "csi-olm", "name of the ImageDigestMirrorSet")
+	return cmd
+}

@@ -1,0 +1,64 @@
+// Package release wires `csi-olm release`.
+package release
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/images/registry"
+	"github.com/csi-olm/csi-olm/internal/version"
+	"github.com/csi-olm/csi-olm/release"
+)
+
+// NewCommand returns the release verb.
+func NewCommand() *cobra.Command {
+	r := &release.Release{Client: &registry.Client{}}
+	var mirrors []string
+	cmd := &cobra.Command{
+		Use:   "release",
+		Short: "Build and push the images, pin every image by digest, and write the pinned bundles and catalogs",
+		Long: `Publishes a release:
+
+ 1. builds the EFS operator image from --operator-binary (one statically linked binary per
+    platform) and pushes it where the newest EFS release references it;
+ 2. asks the registries for the digest of every operator and operand image of every release,
+    and checks each serves the platforms its operator declares;
+ 3. writes the bundles with every image pinned, builds one bundle image per bundle and pushes
+    it under --registry;
+ 4. writes the catalogs with the pushed bundle images by digest, builds one catalog image per
+    catalog (the catalog under /configs, served by opm) and pushes it under --registry;
+ 5. writes images.txt (every image), catalogs.txt (the catalog images) and an oc-mirror
+    imageset-config.yaml next to bundle/ and catalog/ in --output.
+
+Nothing is written unless every step succeeded. --mirror SOURCE=MIRROR reads and pushes the
+images of SOURCE at MIRROR instead (a registry that stands in for quay.io, say); the pinned
+references keep the SOURCE names, as clusters pull them.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, m := range mirrors {
+				parsed, err := registry.ParseMirror(m)
+				if err != nil {
+					return fmt.Errorf("--mirror: %w", err)
+				}
+				r.Client.Mirrors = append(r.Client.Mirrors, parsed)
+			}
+			r.Operators = drivers.All()
+			r.Out = cmd.OutOrStdout()
+			return r.Run(cmd.Context())
+		},
+	}
+	v := version.Get()
+	cmd.Flags().StringVar(&r.Registry, "registry", "", "repository prefix the bundle and catalog images are pushed under, e.g. quay.io/csi-olm")
+	cmd.Flags().StringVar(&r.CatalogTag, "catalog-tag", "latest", "tag of the catalog images, which each release moves")
+	cmd.Flags().StringArrayVar(&r.OperatorBinaries, "operator-binary", nil, "statically linked EFS operator binary, once per platform (make operator-binaries builds them); without it, the image the newest EFS release references must already be in the registry (built from its Containerfile, say)")
+	cmd.Flags().StringVar(&r.Version, "version", v.Version, "version label of the operator image")
+	cmd.Flags().StringVar(&r.Revision, "revision", v.Commit, "source revision label of the operator image")
+	cmd.Flags().StringVar(&r.OPM, "opm", os.Getenv("CSI_OLM_OPM"), "statically linked opm for the catalog images (hack/tools.sh opm)")
+	cmd.Flags().StringArrayVar(&mirrors, "mirror", nil, "SOURCE=MIRROR: read and push the images of SOURCE at MIRROR (repeatable)")
+	cmd.Flags().StringVarP(&r.Output, "output", "o", "release", "directory the release is written to (replaced)")
+	_ = cmd.MarkFlagRequired("registry")
+	return cmd
+}

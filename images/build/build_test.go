@@ -1,0 +1,194 @@
+package build_test
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/test/testutil"
+)
+
+// files lists the regular files of an image with their content.
+func files(t *testing.T, img v1.Image) map[string]string {
+	t.Helper()
+	r := mutate.Extract(img)
+	defer r.Close()
+	tr := tar.NewReader(r)
+	got := map[string]string{}
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return got
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		if !hdr.ModTime.Equal(build.Epoch) || hdr.Uid != 0 || hdr.Gid != 0 {
+			t.Errorf("%s: dated %s, owned by %d:%d; want the epoch and root", hdr.Name, hdr.ModTime, hdr.Uid, hdr.Gid)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got["/"+hdr.Name] = string(data)
+	}
+}
+
+func digest(t *testing.T, img v1.Image) v1.Hash {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestBundleImagesCarryTheirAnnotationsAsLabels builds the image of every committed bundle and
+// checks that its labels are exactly metadata/annotations.yaml, which is how OLM reads a bundle
+// image, and that it holds exactly the bundle's files.
+func TestBundleImagesCarryTheirAnnotationsAsLabels(t *testing.T) {
+	dirs, err := filepath.Glob("../../bundle/*/*/metadata/annotations.yaml")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no committed bundle found: %v", err)
+	}
+	for _, annotations := range dirs {
+		dir := filepath.Dir(filepath.Dir(annotations))
+		img, err := build.Bundle(os.DirFS(dir))
+		if err != nil {
+			t.Fatalf("%s: %v", dir, err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(annotations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var file struct{ Annotations map[string]string }
+		if err := yaml.Unmarshal(raw, &file); err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(cfg.Config.Labels, file.Annotations) {
+			t.Errorf("%s: labels %v, annotations %v", dir, cfg.Config.Labels, file.Annotations)
+		}
+		want := testutil.Snapshot(t, dir)
+		got := files(t, img)
+		for p, content := range want {
+			if !strings.HasPrefix(p, "manifests/") && !strings.HasPrefix(p, "metadata/") {
+				continue
+			}
+			if got["/"+p] != content {
+				t.Errorf("%s: the image's /%s differs from the bundle's", dir, p)
+			}
+			delete(got, "/"+p)
+		}
+		if len(got) > 0 {
+			t.Errorf("%s: the image holds files the bundle's manifests/ and metadata/ do not: %v", dir, slices.Sorted(maps.Keys(got)))
+		}
+	}
+}
+
+func TestImagesAreReproducible(t *testing.T) {
+	a := []build.File{{Path: "/b/c", Mode: 0o644, Data: []byte("c")}, {Path: "/a", Mode: 0o755, Data: []byte("a")}}
+	b := []build.File{a[1], a[0]}
+	imgs := make([]v1.Image, 2)
+	for i, fs := range [][]build.File{a, b} {
+		layer, err := build.Layer(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if imgs[i], err = build.Image(nil, build.Config{Entrypoint: []string{"/a"}, Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}, layer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if digest(t, imgs[0]) != digest(t, imgs[1]) {
+		t.Errorf("the same files in another order make another image")
+	}
+	if got := files(t, imgs[0]); got["/a"] != "a" || got["/b/c"] != "c" || len(got) != 2 {
+		t.Errorf("files = %v", got)
+	}
+	for _, bad := range [][]build.File{
+		{{Path: "/a", Data: nil}, {Path: "a", Data: nil}},
+		{{Path: "/a", Data: nil}, {Path: "/a/b", Data: nil}},
+	} {
+		if _, err := build.Layer(bad); err == nil {
+			t.Errorf("Layer(%v) accepted a clash", bad)
+		}
+	}
+}
+
+// TestCatalogImageServesItsConfigs builds a catalog image of the committed certified catalog
+// with the tools' opm and checks what OLM relies on: the configs label, opm serve as entrypoint,
+// the catalog under /configs.
+func TestCatalogImageServesItsConfigs(t *testing.T) {
+	binary, err := os.ReadFile(testutil.Opm(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opm, err := build.NewOPM(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := build.Catalog(os.DirFS("../../catalog/certified"), opm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Config
+	if c.Labels[build.ConfigsLabel] != "/configs" || !slices.Equal(c.Entrypoint, []string{"/bin/opm"}) || !slices.Equal(c.Cmd, []string{"serve", "/configs"}) || c.User == "" || c.User == "0" {
+		t.Errorf("config = %+v", c)
+	}
+	got := files(t, img)
+	if got["/bin/opm"] != string(binary) {
+		t.Errorf("the image's /bin/opm is not the opm it was built with")
+	}
+	want, err := os.ReadFile("../../catalog/certified/aws-efs-operator/catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["/configs/aws-efs-operator/catalog.json"] != string(want) {
+		t.Errorf("/configs/aws-efs-operator/catalog.json differs from the catalog's")
+	}
+	if _, err := build.Catalog(os.DirFS(t.TempDir()), opm); err == nil || !strings.Contains(err.Error(), "the catalog has no files") {
+		t.Errorf("an empty catalog: %v", err)
+	}
+}
+
+func TestOnlyStaticLinuxBinariesGoOnAnEmptyBase(t *testing.T) {
+	sh, err := os.ReadFile("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, want string
+		binary     []byte
+	}{
+		{"dynamically linked", "is dynamically linked, so it cannot run on an empty base image: build it with CGO_ENABLED=0", sh},
+		{"not an executable", "is not a Linux executable", []byte("#!/bin/sh\n")},
+	} {
+		if _, err := build.Operator(tt.binary, nil, "1", "r"); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("operator %s: %v, want %q", tt.name, err, tt.want)
+		}
+		if _, err := build.NewOPM(tt.binary); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("opm %s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}

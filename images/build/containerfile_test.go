@@ -1,0 +1,75 @@
+package build_test
+
+import (
+	"maps"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	"github.com/moby/buildkit/frontend/dockerfile/shell"
+
+	"github.com/csi-olm/csi-olm/images/build"
+)
+
+const containerfile = "../../cmd/aws-efs-csi-driver-operator/Containerfile"
+
+// TestContainerfileAgreesWithTheDaemonlessBuild reads the final stage of the operator's
+// Containerfile as buildah would and compares what it runs, as whom, and its labels with the
+// config of the image `csi-olm release` builds.
+func TestContainerfileAgreesWithTheDaemonlessBuild(t *testing.T) {
+	f, err := os.Open(containerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ast, err := parser.Parse(f)
+	if err != nil {
+		t.Fatalf("%s: %v", containerfile, err)
+	}
+	stages, _, err := instructions.Parse(ast.AST, nil)
+	if err != nil {
+		t.Fatalf("%s: %v", containerfile, err)
+	}
+	final := stages[len(stages)-1]
+	const version, revision = "4.11.0", "0123abc"
+	env := shell.EnvsFromSlice([]string{"VERSION=" + version, "REVISION=" + revision})
+	lex := shell.NewLex('\\')
+	labels := map[string]string{}
+	var entrypoint []string
+	var user string
+	for _, cmd := range final.Commands {
+		switch c := cmd.(type) {
+		case *instructions.LabelCommand:
+			for _, kv := range c.Labels {
+				value, _, err := lex.ProcessWord(kv.Value, env)
+				if err != nil {
+					t.Fatalf("LABEL %s: %v", kv.Key, err)
+				}
+				labels[kv.Key] = value
+			}
+		case *instructions.UserCommand:
+			user = c.User
+		case *instructions.EntrypointCommand:
+			if c.PrependShell {
+				t.Errorf("ENTRYPOINT is in shell form, but the image has no shell: use the JSON form")
+			}
+			entrypoint = c.CmdLine
+		case *instructions.CopyCommand:
+			if dest := c.DestPath; dest != build.OperatorBinary {
+				t.Errorf("the Containerfile copies the binary to %s, the daemonless build to %s", dest, build.OperatorBinary)
+			}
+		}
+	}
+	want := build.OperatorConfig(version, revision, build.Config{}.Platform)
+	if !slices.Equal(entrypoint, want.Entrypoint) {
+		t.Errorf("ENTRYPOINT %q, the daemonless build runs %q", entrypoint, want.Entrypoint)
+	}
+	if user != want.User {
+		t.Errorf("USER %q, the daemonless build runs as %q", user, want.User)
+	}
+	if !maps.Equal(labels, want.Labels) {
+		t.Errorf("LABELs differ:\nContainerfile: %v\ndaemonless:    %v", labels, want.Labels)
+	}
+}

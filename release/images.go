@@ -1,0 +1,158 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+
+	bundlebuild "github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images/registry"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+)
+
+// Images builds the images of the tree as it is, unpinned: the operator image, one image per
+// bundle directory and one per catalog. It writes them to an OCI layout, or pushes them.
+type Images struct {
+	OperatorBinaries []string
+	Version          string
+	Revision         string
+	OPM              string
+	// Bundles holds <package>/<version>/ bundle directories; Catalogs holds catalog directories.
+	Bundles  string
+	Catalogs string
+	// Registry, when set, is the repository prefix to push under; otherwise the images go to
+	// the OCI layout OCILayout, under the same names (org.opencontainers.image.ref.name).
+	Registry  string
+	OCILayout string
+	Client    *registry.Client
+	Out       io.Writer
+}
+
+// localPrefix names the images of an OCI layout when no registry is given.
+const localPrefix = "localhost/csi-olm"
+
+// built is one image and the reference it goes by.
+type built struct {
+	ref      string
+	artifact registry.Artifact
+}
+
+// Run builds every image, then writes or pushes them all.
+func (a *Images) Run(ctx context.Context) error {
+	if (a.Registry == "") == (a.OCILayout == "") {
+		return fmt.Errorf("give either a registry to push to or an OCI layout directory to write, not both or neither")
+	}
+	prefix := a.Registry
+	if prefix == "" {
+		prefix = localPrefix
+	}
+	all, err := a.build(prefix)
+	if err != nil {
+		return err
+	}
+	if a.Registry != "" {
+		for _, b := range all {
+			pushed, err := a.Client.Push(ctx, b.ref, b.artifact)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.Out, "pushed %s\n", pushed)
+		}
+		return nil
+	}
+	return a.writeLayout(all)
+}
+
+func (a *Images) build(prefix string) ([]built, error) {
+	var all []built
+	if len(a.OperatorBinaries) > 0 {
+		idx, err := operatorIndex(a.OperatorBinaries, a.Version, a.Revision)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, built{fmt.Sprintf("%s/%s:%s", prefix, efs.OperatorName, a.Version), idx})
+	}
+	dirs, err := filepath.Glob(filepath.Join(a.Bundles, "*", "*", bundlebuild.AnnotationsFile))
+	if err != nil {
+		return nil, err
+	}
+	if len(dirs) == 0 {
+		return nil, fmt.Errorf("no bundle in %s: want %s/<package>/<version>/%s", a.Bundles, a.Bundles, bundlebuild.AnnotationsFile)
+	}
+	slices.Sort(dirs)
+	for _, annotations := range dirs {
+		dir := filepath.Dir(filepath.Dir(annotations))
+		img, err := build.Bundle(os.DirFS(dir))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		all = append(all, built{BundleImage(prefix, filepath.Base(filepath.Dir(dir)), filepath.Base(dir)), img})
+	}
+	opm, err := readOPM(a.OPM)
+	if err != nil {
+		return nil, err
+	}
+	// `catalog generate` writes <catalog>/ and <catalog>.Dockerfile side by side; the folder
+	// holds other things too (the Go packages, the graphs).
+	dockerfiles, err := filepath.Glob(filepath.Join(a.Catalogs, "*.Dockerfile"))
+	if err != nil {
+		return nil, err
+	}
+	if len(dockerfiles) == 0 {
+		return nil, fmt.Errorf("no catalog in %s: want <catalog>/ next to <catalog>.Dockerfile, as `csi-olm catalog generate` writes them", a.Catalogs)
+	}
+	slices.Sort(dockerfiles)
+	for _, dockerfile := range dockerfiles {
+		dir := strings.TrimSuffix(dockerfile, ".Dockerfile")
+		img, err := build.Catalog(os.DirFS(dir), opm)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		all = append(all, built{CatalogImage(prefix, filepath.Base(dir), a.Version), img})
+	}
+	return all, nil
+}
+
+// writeLayout writes the images into a fresh OCI layout, replacing the directory only when all
+// of them are written.
+func (a *Images) writeLayout(all []built) error {
+	staging := a.OCILayout + ".tmp"
+	if err := os.RemoveAll(staging); err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	p, err := layout.Write(staging, empty.Index)
+	if err != nil {
+		return fmt.Errorf("create the OCI layout: %w", err)
+	}
+	for _, b := range all {
+		opt := layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": b.ref})
+		switch art := b.artifact.(type) {
+		case v1.ImageIndex:
+			err = p.AppendIndex(art, opt)
+		case v1.Image:
+			err = p.AppendImage(art, opt)
+		}
+		if err != nil {
+			return fmt.Errorf("write %s to the OCI layout: %w", b.ref, err)
+		}
+		fmt.Fprintf(a.Out, "built %s\n", b.ref)
+	}
+	if err := os.RemoveAll(a.OCILayout); err != nil {
+		return err
+	}
+	if err := os.Rename(staging, a.OCILayout); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.Out, "wrote %d images to the OCI layout %s\n", len(all), a.OCILayout)
+	return nil
+}

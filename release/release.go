@@ -1,0 +1,301 @@
+// Package release is `csi-olm release`: it builds and pushes the project's images, pins every
+// image the bundles reference to the digest a registry serves, and writes the pinned bundles and
+// the catalogs that publish them. It writes nothing unless every step succeeded.
+package release
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/bundle/definition"
+	bundlegenerate "github.com/csi-olm/csi-olm/bundle/generate"
+	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
+	catalogimages "github.com/csi-olm/csi-olm/catalog/images"
+	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images/registry"
+	"github.com/csi-olm/csi-olm/internal/fsutil"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+)
+
+// Files a release writes next to the bundle/ and catalog/ trees.
+const (
+	ImagesFile   = "images.txt"
+	CatalogsFile = "catalogs.txt"
+	ImageSetFile = "imageset-config.yaml"
+)
+
+// Release pins and publishes one release of every operator.
+type Release struct {
+	Operators []definition.Operator
+	// Registry is the repository prefix the bundle and catalog images are pushed under, e.g.
+	// quay.io/csi-olm.
+	Registry string
+	// CatalogTag tags the catalog images; catalogs are republished under the same tag.
+	CatalogTag string
+	// OperatorBinaries are the EFS operator's statically linked binaries, one per platform. When
+	// set, they are built into the image the newest EFS release references, and pushed there.
+	OperatorBinaries []string
+	Version          string
+	Revision         string
+	// OPM is the statically linked opm the catalog images serve with.
+	OPM    string
+	Client *registry.Client
+	// Output receives bundle/, catalog/ and the image lists; it is replaced as a whole.
+	Output string
+	Out    io.Writer
+}
+
+// Run publishes the release.
+func (r *Release) Run(ctx context.Context) error {
+	if err := definition.Validate(r.Operators); err != nil {
+		return fmt.Errorf("invalid operator definitions, nothing was pushed or written:\n%w", err)
+	}
+	if _, err := name.NewTag(r.CatalogImage("community"), name.StrictValidation); err != nil {
+		return fmt.Errorf("--registry %q and --catalog-tag %q make no image reference: %w", r.Registry, r.CatalogTag, err)
+	}
+	opm, err := readOPM(r.OPM)
+	if err != nil {
+		return err
+	}
+	if len(r.OperatorBinaries) > 0 {
+		if err := r.pushOperator(ctx); err != nil {
+			return err
+		}
+	}
+	pinned, err := r.Client.PinAll(ctx, Wants(r.Operators))
+	if err != nil {
+		return fmt.Errorf("nothing was written: %w", err)
+	}
+	operators := Pin(r.Operators, pinned)
+
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(r.Output)), 0o755); err != nil {
+		return err
+	}
+	staging, err := os.MkdirTemp(filepath.Dir(filepath.Clean(r.Output)), ".release-staging-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	// MkdirTemp makes the directory private; the release is for everyone to read.
+	if err := os.Chmod(staging, 0o755); err != nil {
+		return err
+	}
+	bundles := filepath.Join(staging, "bundle")
+	gen := bundlegenerate.Generate{OutputDir: bundles, Operators: operators, Release: true, Out: io.Discard}
+	if err := gen.Run(ctx); err != nil {
+		return fmt.Errorf("the pinned bundles, nothing was written: %w", err)
+	}
+	bundleImages, err := r.pushBundles(ctx, bundles, operators)
+	if err != nil {
+		return fmt.Errorf("nothing was written: %w", err)
+	}
+	catalogs := filepath.Join(staging, "catalog")
+	cat := cataloggenerate.Generate{BundleDir: bundles, OutputDir: catalogs, BundleImages: bundleImages, Operators: operators, Out: io.Discard}
+	if err := cat.Run(ctx); err != nil {
+		return fmt.Errorf("the published catalogs, nothing was written: %w", err)
+	}
+	if err := r.publishCatalogs(ctx, staging, opm); err != nil {
+		return fmt.Errorf("nothing was written: %w", err)
+	}
+	if err := fsutil.ReplaceDir(staging, r.Output, staging+".old"); err != nil {
+		return err
+	}
+	fmt.Fprintf(r.Out, "wrote the release to %s\n", r.Output)
+	return nil
+}
+
+// pushOperator builds the EFS operator image and pushes it where the newest release names it.
+func (r *Release) pushOperator(ctx context.Context) error {
+	ref, err := HeadOperatorImage(r.Operators)
+	if err != nil {
+		return err
+	}
+	idx, err := operatorIndex(r.OperatorBinaries, r.Version, r.Revision)
+	if err != nil {
+		return err
+	}
+	pushed, err := r.Client.Push(ctx, ref, idx)
+	if err != nil {
+		return fmt.Errorf("nothing was written: %w", err)
+	}
+	fmt.Fprintf(r.Out, "pushed operator image %s\n", pushed)
+	return nil
+}
+
+// operatorIndex reads the operator binaries and builds their image index.
+func operatorIndex(paths []string, version, revision string) (v1.ImageIndex, error) {
+	var binaries [][]byte
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read the operator binary: %w", err)
+		}
+		binaries = append(binaries, b)
+	}
+	return build.OperatorIndex(binaries, nil, version, revision)
+}
+
+// HeadOperatorImage is the operator image of the newest EFS operator release: the one built
+// from this source.
+func HeadOperatorImage(operators []definition.Operator) (string, error) {
+	for _, o := range operators {
+		if o.CSVPrefix == efs.OperatorName && len(o.Releases) > 0 {
+			return o.Releases[len(o.Releases)-1].OperatorImage, nil
+		}
+	}
+	return "", fmt.Errorf("no %s definition has a release", efs.OperatorName)
+}
+
+// Wants lists every image of every release, with the platforms its operator declares.
+func Wants(operators []definition.Operator) []registry.Want {
+	var wants []registry.Want
+	for _, o := range operators {
+		var platforms []v1.Platform
+		for _, arch := range o.Architectures {
+			platforms = append(platforms, v1.Platform{OS: "linux", Architecture: arch})
+		}
+		for _, rel := range o.Releases {
+			wants = append(wants, registry.Want{Ref: rel.OperatorImage, Platforms: platforms})
+			for _, img := range rel.Images {
+				wants = append(wants, registry.Want{Ref: img.Ref, Platforms: platforms})
+			}
+		}
+	}
+	return wants
+}
+
+// Pin returns a copy of the operators with every image replaced by its pinned reference.
+func Pin(operators []definition.Operator, pinned map[string]string) []definition.Operator {
+	out := slices.Clone(operators)
+	for i := range out {
+		out[i].Releases = slices.Clone(out[i].Releases)
+		for j := range out[i].Releases {
+			rel := &out[i].Releases[j]
+			rel.OperatorImage = pinned[rel.OperatorImage]
+			rel.Images = slices.Clone(rel.Images)
+			for k := range rel.Images {
+				rel.Images[k].Ref = pinned[rel.Images[k].Ref]
+			}
+		}
+	}
+	return out
+}
+
+// BundleImage is where a release's bundle image is pushed.
+func (r *Release) BundleImage(o *definition.Operator, version string) string {
+	return BundleImage(r.Registry, o.Package, version)
+}
+
+// CatalogImage is where a catalog image is pushed.
+func (r *Release) CatalogImage(catalog string) string {
+	return CatalogImage(r.Registry, catalog, r.CatalogTag)
+}
+
+// BundleImage names the bundle image of a package's version under a registry prefix.
+func BundleImage(registry, pkg, version string) string {
+	return fmt.Sprintf("%s/%s-bundle:v%s", strings.TrimSuffix(registry, "/"), pkg, version)
+}
+
+// CatalogImage names a catalog's image under a registry prefix.
+func CatalogImage(registry, catalog, tag string) string {
+	return fmt.Sprintf("%s/%s-catalog:%s", strings.TrimSuffix(registry, "/"), catalog, tag)
+}
+
+// pushBundles builds and pushes the image of every pinned bundle and returns them by CSV name.
+func (r *Release) pushBundles(ctx context.Context, dir string, operators []definition.Operator) (map[string]string, error) {
+	images := map[string]string{}
+	for i := range operators {
+		o := &operators[i]
+		for _, rel := range o.Releases {
+			img, err := build.Bundle(os.DirFS(filepath.Join(dir, o.Package, rel.Version)))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", o.CSVName(rel.Version), err)
+			}
+			pushed, err := r.Client.Push(ctx, r.BundleImage(o, rel.Version), img)
+			if err != nil {
+				return nil, err
+			}
+			images[o.CSVName(rel.Version)] = pushed
+			fmt.Fprintf(r.Out, "pushed bundle image %s\n", pushed)
+		}
+	}
+	return images, nil
+}
+
+// publishCatalogs checks that the published catalogs carry only digests, pushes their images and
+// writes the image lists.
+func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *build.OPM) error {
+	var all []catalogimages.Image
+	var catalogLines []string
+	var imageSet *catalogimages.ImageSetConfiguration
+	for _, name := range []definition.Catalog{definition.Community, definition.Certified} {
+		dir := filepath.Join(staging, "catalog", string(name))
+		cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
+		if err != nil {
+			return fmt.Errorf("load the %s catalog: %w", name, err)
+		}
+		list := catalogimages.List(cfg)
+		if problems := catalogimages.Unpinned(list); len(problems) > 0 {
+			return fmt.Errorf("the %s catalog references images by tag:\n  %s", name, strings.Join(problems, "\n  "))
+		}
+		img, err := build.Catalog(os.DirFS(dir), opm)
+		if err != nil {
+			return fmt.Errorf("the %s catalog: %w", name, err)
+		}
+		pushed, err := r.Client.Push(ctx, r.CatalogImage(string(name)), img)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(r.Out, "pushed catalog image %s\n", pushed)
+		catalogLines = append(catalogLines, fmt.Sprintf("%s %s\n", name, pushed))
+		all = append(all, list...)
+		set := catalogimages.ImageSet(pushed, cfg)
+		if imageSet == nil {
+			imageSet = set
+		} else {
+			imageSet.Mirror.Operators = append(imageSet.Mirror.Operators, set.Mirror.Operators...)
+		}
+	}
+	var refs []string
+	for _, img := range all {
+		refs = append(refs, img.Ref)
+	}
+	slices.Sort(refs)
+	imageSetYAML, err := yaml.Marshal(imageSet)
+	if err != nil {
+		return err
+	}
+	for file, content := range map[string][]byte{
+		ImagesFile:   []byte(strings.Join(slices.Compact(refs), "\n") + "\n"),
+		CatalogsFile: []byte(strings.Join(catalogLines, "")),
+		ImageSetFile: imageSetYAML,
+	} {
+		if err := os.WriteFile(filepath.Join(staging, file), content, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOPM reads and packs the opm the catalog images serve with.
+func readOPM(path string) (*build.OPM, error) {
+	binary, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read opm: %w", err)
+	}
+	opm, err := build.NewOPM(binary)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return opm, nil
+}
