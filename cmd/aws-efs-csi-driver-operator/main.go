@@ -3,12 +3,14 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 
 	"github.com/openshift/library-go/pkg/controller/controllercmd"
 	"github.com/spf13/cobra"
 	k8sversion "k8s.io/apimachinery/pkg/version"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -25,6 +27,10 @@ func main() {
 	// Leader election keeps two replicas from acting at once; tests that kill the operator
 	// turn it off so that a restart does not wait for the dead leader's lease to expire.
 	start.Flags().BoolVar(&cfg.DisableLeaderElection, "disable-leader-election", false, "run without leader election (tests only)")
+	// klog's flags (-v above all), which the CSV passes, as every OpenShift operator takes them.
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	start.Flags().AddGoFlagSet(klogFlags)
 	root.AddCommand(start, &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",

@@ -102,6 +102,7 @@ func Operator() d.Operator {
 			rules.Provisioner(),
 			rules.MetricsProxy(),
 			[]rbacv1.PolicyRule{
+				rules.DelegatedAuthentication(),
 				d.Rule([]string{"config.openshift.io"}, []string{"infrastructures", "proxies", "featuregates", "clusterversions", "apiservers"}, d.ReadOnly),
 				d.Rule([]string{"operator.openshift.io"}, []string{"cloudcredentials"}, d.ReadOnly),
 				rules.CredentialsRequests(),

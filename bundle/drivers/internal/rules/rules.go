@@ -87,6 +87,14 @@ func MetricsProxy() []rbacv1.PolicyRule {
 	}
 }
 
+// DelegatedAuthentication lets a library-go operator's metrics server read the API server's
+// client CAs, which controllercmd loads from ConfigMap kube-system/extension-apiserver-authentication
+// at start (without them the operator exits). Only that ConfigMap name is granted; CSV permissions
+// cannot name a namespace other than the operator's, so the rule is cluster-wide.
+func DelegatedAuthentication() rbacv1.PolicyRule {
+	return d.Rule([]string{""}, []string{"configmaps"}, d.ReadOnly, "extension-apiserver-authentication")
+}
+
 // UseSCC lets the operator grant the named SecurityContextConstraints to the driver's pods.
 func UseSCC(names ...string) rbacv1.PolicyRule {
 	return d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"use"}, names...)
