@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -27,36 +26,73 @@ func buildOperator(t testing.TB) string {
 	return testutil.BuildBinary(t, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator")
 }
 
-// startOperatorProcess runs the operator binary against the stack, as its Deployment would.
-func (h *harness) startOperatorProcess(bin string) *exec.Cmd {
-	h.t.Helper()
+// operatorProcess is the operator binary running against the stack.
+type operatorProcess struct {
+	cmd *exec.Cmd
+	log string
+	// exited is closed when the process ended; err is how.
+	exited chan struct{}
+	err    error
+}
+
+// output is what the process printed so far.
+func (p *operatorProcess) output() string {
+	raw, _ := os.ReadFile(p.log)
+	return string(raw)
+}
+
+// freeLoopbackAddr returns a loopback address nothing listens on right now.
+func freeLoopbackAddr(t testing.TB) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, "start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
-		"--listen", "127.0.0.1:"+strconv.Itoa(port), "--disable-leader-election")
-	cmd.Env = append(os.Environ(), "OPERATOR_NAME="+efs.OperatorName, testbed.MarkerEnv+"="+h.stack.Dir)
-	for env, image := range fixture.Images {
-		cmd.Env = append(cmd.Env, env+"="+image)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startOperatorProcess runs the operator binary with args and with env as its only environment
+// (besides PATH), logging into the stack's logs; it is killed when the test ends.
+func (h *harness) startOperatorProcess(bin string, args, env []string) *operatorProcess {
+	h.t.Helper()
+	p := &operatorProcess{
+		cmd:    exec.Command(bin, args...),
+		log:    filepath.Join(h.stack.Dir, "logs", fmt.Sprintf("operator-%d.log", time.Now().UnixNano())),
+		exited: make(chan struct{}),
 	}
-	logFile, err := os.Create(filepath.Join(h.stack.Dir, "logs", fmt.Sprintf("operator-%d.log", time.Now().UnixNano())))
+	logFile, err := os.Create(p.log)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	defer logFile.Close()
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), testbed.MarkerEnv + "=" + h.stack.Dir}, env...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
 		h.t.Fatal(err)
 	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
 	h.t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		logFile.Close()
+		_ = p.cmd.Process.Kill()
+		<-p.exited
 	})
-	return cmd
+	return p
+}
+
+// startOperatorAsAdmin runs the operator binary as the cluster admin, with the images the
+// bundle's Deployment hands it, and without leader election so that a restart does not wait.
+func (h *harness) startOperatorAsAdmin(bin string) *operatorProcess {
+	h.t.Helper()
+	env := []string{"OPERATOR_NAME=" + efs.OperatorName}
+	for name, image := range fixture.Images {
+		env = append(env, name+"="+image)
+	}
+	return h.startOperatorProcess(bin, []string{"start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
+		"--listen", freeLoopbackAddr(h.t), "--disable-leader-election"}, env)
 }
 
 // TestRestartMidInstallConverges kills the operator process while it installs the driver and
@@ -67,15 +103,15 @@ func TestRestartMidInstallConverges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 
-	first := h.startOperatorProcess(bin)
+	first := h.startOperatorAsAdmin(bin)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	must(t, eventually(ctx, "the install to start", h.exists(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "efs.csi.aws.com"}})))
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = first.Wait()
+	<-first.exited
 
-	h.startOperatorProcess(bin)
+	h.startOperatorAsAdmin(bin)
 	for _, obj := range operands()[:len(operands())-1] {
 		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
 	}

@@ -3,13 +3,9 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -96,37 +92,12 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	kubeconfig := writeKubeconfig(t, h.grantBundlePermissions(ctx))
 	args, env := shippedCommand(t)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", "127.0.0.1:"+strconv.Itoa(port))...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), testbed.MarkerEnv + "=" + h.stack.Dir}, env...)
-	logFile, err := os.Create(filepath.Join(h.stack.Dir, "logs", "operator.log"))
-	must(t, err)
-	defer logFile.Close()
-	log := func() string {
-		raw, _ := os.ReadFile(logFile.Name())
-		return string(raw)
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	must(t, cmd.Start())
-	exited := make(chan struct{})
-	var exitErr error
-	go func() {
-		exitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	p := h.startOperatorProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", freeLoopbackAddr(t)), env)
 	alive := func(what string) {
 		t.Helper()
 		select {
-		case <-exited:
-			t.Fatalf("%s: the operator exited (%v):\n%s", what, exitErr, tail(log(), 30))
+		case <-p.exited:
+			t.Fatalf("%s: the operator exited (%v):\n%s", what, p.err, tail(p.output(), 30))
 		default:
 		}
 	}
@@ -134,8 +105,8 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	// Both defects that shipped once (klog's -v not registered; the metrics server's
 	// authentication ConfigMap not granted) ended the process within seconds of its start.
 	select {
-	case <-exited:
-		t.Fatalf("the operator exited at start (%v):\n%s", exitErr, tail(log(), 30))
+	case <-p.exited:
+		t.Fatalf("the operator exited at start (%v):\n%s", p.err, tail(p.output(), 30))
 	case <-time.After(10 * time.Second):
 	}
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
@@ -143,14 +114,14 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	for _, obj := range operands() {
 		if err := eventually(ctx, "operand "+obj.GetName(), h.exists(obj)); err != nil {
 			alive("installing the driver")
-			t.Fatalf("%v\n%s", err, tail(log(), 30))
+			t.Fatalf("%v\n%s", err, tail(p.output(), 30))
 		}
 	}
 	// What fails late fails within the first resyncs: the metrics server's authentication
 	// ConfigMap, leader election renewals.
 	time.Sleep(15 * time.Second)
 	alive("15 s after the install")
-	for _, line := range strings.Split(log(), "\n") {
+	for _, line := range strings.Split(p.output(), "\n") {
 		if strings.Contains(strings.ToLower(line), "forbidden") {
 			t.Errorf("the operator was refused something its CSV should grant: %s", line)
 		}
