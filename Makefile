@@ -36,20 +36,23 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 	$(CSI_OLM) catalog graph catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 
+# The tools the tests take from the environment (test/testutil): what catalog images carry.
+TOOL_ENV = CSI_OLM_OPM="$$(hack/tools.sh opm)" CSI_OLM_GRPC_HEALTH_PROBE="$$(hack/tools.sh grpc_health_probe)"
+
 .PHONY: test
 # The release tests compress hundreds of megabytes of image layers, which takes ten times longer
 # under the race detector; their concurrency (registry.PinAll) is race-tested in images/registry.
 test: tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests) with the race detector
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -race -timeout 30m $$($(GO) list ./... | grep -v -e /test/e2e -e /release$$)
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -timeout 30m ./release/...
+	$(TOOL_ENV) $(GO) test -race -timeout 30m $$($(GO) list ./... | grep -v -e /test/e2e -e /release$$)
+	$(TOOL_ENV) $(GO) test -timeout 30m ./release/...
 
 .PHONY: e2e
-e2e: tools ## Run the end-to-end tests on the local test bed (etcd, kube-apiserver, kwok, OLM, opm)
+e2e: tools node-deps ## Run the end-to-end tests on the local test bed (etcd, kube-apiserver, kwok, OLM, opm, and a real kubelet node)
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
 .PHONY: bench
 bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency and memory; image pushes and pinning; test bed and OLM flows)
-	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./release/... ./test/e2e/...
+	$(TOOL_ENV) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./release/... ./test/e2e/...
 	@# One run of 1,000 SharedVolumes and their baseline takes about 10 minutes.
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./sharedvolume/...
 
@@ -91,13 +94,13 @@ operator-binaries: ## Build the statically linked operator binary for each of PL
 .PHONY: images
 images: operator-binaries cli tools ## Build the operator, bundle and catalog images into bin/images (an OCI layout), or push them under REGISTRY=
 	$(CSI_OLM) images $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) --opm "$$(hack/tools.sh opm)" \
-		--bundles bundle --catalogs catalog $(if $(REGISTRY),--registry $(REGISTRY),--oci-layout $(BIN)/images)
+		--grpc-health-probe "$$(hack/tools.sh grpc_health_probe)" --bundles bundle --catalogs catalog $(if $(REGISTRY),--registry $(REGISTRY),--oci-layout $(BIN)/images)
 
 .PHONY: release
 release: operator-binaries cli tools ## Pin every image by digest and publish the bundle and catalog images under REGISTRY= (MIRRORS="SRC=DST ..." reads SRC at DST)
 	@[[ -n "$(REGISTRY)" ]] || { echo "make release needs REGISTRY=, e.g. REGISTRY=quay.io/csi-olm"; exit 2; }
 	$(CSI_OLM) release --registry $(REGISTRY) $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) \
-		--opm "$$(hack/tools.sh opm)" $(foreach m,$(MIRRORS),--mirror $(m)) --output $(or $(OUTPUT),$(BIN)/release)
+		--opm "$$(hack/tools.sh opm)" --grpc-health-probe "$$(hack/tools.sh grpc_health_probe)" $(foreach m,$(MIRRORS),--mirror $(m)) --output $(or $(OUTPUT),$(BIN)/release)
 
 .PHONY: cli
 cli:
@@ -109,6 +112,21 @@ graphviz: ## Install Graphviz from Debian's packages when dot is missing (for th
 		echo "installing graphviz (apt-get)"; \
 		sudo=; [[ $$(id -u) -eq 0 ]] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq graphviz >/dev/null; }
+
+# What a real kubelet node needs from Debian: the container runtime, CNI plugins, the forwarder
+# between the host's loopback and the node's network namespace, and iptables for kube-proxy.
+NODE_PACKAGES := containerd runc containernetworking-plugins socat iptables util-linux iproute2
+
+.PHONY: node-deps
+node-deps: ## Install what the test bed's real node needs from Debian's packages (containerd, runc, CNI plugins, socat, iptables) when missing
+	@missing=$$(dpkg-query -W -f='$${Status} $${Package}\n' $(NODE_PACKAGES) 2>/dev/null | \
+		awk '$$3 == "installed" { ok[$$4] = 1 } END { n = split("$(NODE_PACKAGES)", p, " "); \
+		for (i = 1; i <= n; i++) if (!ok[p[i]]) printf "%s ", p[i] }'); \
+	if [[ -n "$$missing" ]]; then \
+		echo "installing $$missing(apt-get)"; \
+		sudo=; [[ $$(id -u) -eq 0 ]] || sudo=sudo; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
 
 .PHONY: image-builder
 image-builder: ## Install buildah from Debian's packages when neither podman nor buildah is there (the efs-utils base image build)
@@ -122,7 +140,7 @@ efs-utils-base: image-builder ## Build the efs-utils base image of the EFS CSI d
 	hack/build-efs-utils-base.sh
 
 .PHONY: tools
-tools: ## Build the pinned tools (opm, controller-gen, kube binaries, etcd, kwok, OLM, registry) into $(TOOLS_DIR)
+tools: ## Build the pinned tools (opm, controller-gen, kube binaries with kubelet and kube-proxy, pause, etcd, kwok, OLM, registry, CoreDNS, grpc_health_probe) into $(TOOLS_DIR)
 	@hack/tools.sh all >/dev/null
 
 .PHONY: generate

@@ -8,12 +8,19 @@
 # are written against:
 #   opm, controller-gen                      this module's go.mod (the `tool` block)
 #   kube-apiserver, kube-controller-manager, hack/tools/kube/go.mod, a separate tools module so
-#   kube-scheduler, etcd                     k8s.io/kubernetes never enters the main go.mod
+#   kube-scheduler, kubelet, kube-proxy,     k8s.io/kubernetes never enters the main go.mod
+#   etcd
+#   pause                                    the pause binary of the real node's pod sandboxes,
+#                                            compiled (gcc -static) from that k8s.io/kubernetes
+#                                            module's build/pause/linux/pause.c
 #   kwok, kwok-crds                          kwok_version below (built in its own module graph;
 #                                            kwok-crds is the directory of kwok's CRDs)
 #   registry                                 registry_version below: the CNCF distribution
 #                                            registry, in its own module graph, which the test
 #                                            bed serves images from on loopback
+#   coredns                                  coredns_version below: the real node's cluster DNS
+#   grpc_health_probe                        grpc_health_probe_version below: the probe OLM's
+#                                            registry pods run, carried by the catalog images
 #   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod)
 #   openshift-crds                           this module's github.com/openshift/api (prints the
 #                                            module's directory; the test bed reads its CRDs)
@@ -26,14 +33,16 @@ cd "$(dirname "$0")/.."
 kwok_version=v0.7.0
 registry_version=v3.1.2
 registry_module=github.com/distribution/distribution/v3
+coredns_version=v1.14.7
+grpc_health_probe_version=v0.4.61
 olm_version=v0.46.0
 olm_module=github.com/operator-framework/operator-lifecycle-manager
 
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
-all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler etcd kwok
-	kwok-crds olm catalog olm-crds openshift-crds registry)
-kube_bins=(kube-apiserver kube-controller-manager kube-scheduler)
+all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
+	pause etcd kwok kwok-crds olm catalog olm-crds openshift-crds registry)
+kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
 # finished results can be mv'd into place, which never leaves a half-written tool behind.
@@ -75,8 +84,8 @@ build() {
 	echo "$out"
 }
 
-# build_kube NAME: kube-apiserver, kube-controller-manager or kube-scheduler from k8s.io/kubernetes
-# as pinned in hack/tools/kube/go.mod; builds all three when one is missing.
+# build_kube NAME: one of kube_bins from k8s.io/kubernetes as pinned in hack/tools/kube/go.mod;
+# builds all of them when one is missing (one go build shares the compiled packages).
 build_kube() {
 	local v b missing=0 tmp
 	v=$(modver "$kube_dir/go.mod" k8s.io/kubernetes)
@@ -103,6 +112,27 @@ build_kube() {
 		done
 	fi
 	echo "$cache/$1/$v/$1"
+}
+
+# build_pause: the pause binary from the pause.c of k8s.io/kubernetes as pinned in
+# hack/tools/kube/go.mod, statically linked (the pause image holds nothing else), with the version
+# its Makefile stamps.
+build_pause() {
+	local v out src tag
+	v=$(modver "$kube_dir/go.mod" k8s.io/kubernetes)
+	out="$cache/pause/$v/pause"
+	if [[ ! -x $out ]]; then
+		src=$(cd "$kube_dir" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause
+		[[ -n $src && -f $src/linux/pause.c ]] || (cd "$kube_dir" && go mod download k8s.io/kubernetes)
+		src=$(cd "$kube_dir" && go list -m -f '{{.Dir}}' k8s.io/kubernetes)/build/pause
+		tag=$(awk '$1 == "TAG" && $2 == "?=" { print $3 }' "$src/Makefile")
+		echo "building pause $tag (k8s.io/kubernetes $v) into $out" >&2
+		mkdir -p "$(dirname "$out")"
+		tmps+=("$out.tmp.$$")
+		gcc -Os -Wall -Werror -static -DVERSION="v$tag-csi-olm" -o "$out.tmp.$$" "$src/linux/pause.c"
+		mv -f "$out.tmp.$$" "$out"
+	fi
+	echo "$out"
 }
 
 # build_etcd: etcd from go.etcd.io/etcd/server/v3 as pinned in hack/tools/kube/go.mod, through the
@@ -181,16 +211,17 @@ build_olm() {
 	esac
 }
 
-# build_registry: the distribution registry at registry_version, with `go install pkg@version`, so
-# exactly its own go.mod, independent of this module's graph.
-build_registry() {
-	local out="$cache/registry/$registry_version/registry" tmp
+# go_install NAME PACKAGE VERSION: a tool with `go install PACKAGE@VERSION`, so exactly its own
+# go.mod, independent of this module's graph; statically linked, so that an image may carry it.
+go_install() {
+	local name=$1 pkg=$2 version=$3 out tmp
+	out="$cache/$name/$version/$name"
 	if [[ ! -x $out ]]; then
-		echo "building registry $registry_version into $out" >&2
-		mktmp registry
-		GOBIN="$tmp" go install "$registry_module/cmd/registry@$registry_version"
+		echo "building $name $version into $out" >&2
+		mktmp "$name"
+		GOBIN="$tmp" CGO_ENABLED=0 go install "$pkg@$version"
 		mkdir -p "$(dirname "$out")"
-		mv -f "$tmp/registry" "$out"
+		mv -f "$tmp/$(basename "$pkg")" "$out"
 	fi
 	echo "$out"
 }
@@ -211,11 +242,14 @@ tool() {
 	controller-gen)
 		build controller-gen sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen
 		;;
-	kube-apiserver | kube-controller-manager | kube-scheduler) build_kube "$1" ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy) build_kube "$1" ;;
+	pause) build_pause ;;
 	etcd) build_etcd ;;
 	kwok | kwok-crds) build_kwok "$1" ;;
 	olm | catalog | olm-crds) build_olm "$1" ;;
-	registry) build_registry ;;
+	registry) go_install registry "$registry_module/cmd/registry" "$registry_version" ;;
+	coredns) go_install coredns github.com/coredns/coredns "$coredns_version" ;;
+	grpc_health_probe) go_install grpc_health_probe github.com/grpc-ecosystem/grpc-health-probe "$grpc_health_probe_version" ;;
 	openshift-crds)
 		local v dir
 		v=$(modver go.mod github.com/openshift/api)

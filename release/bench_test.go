@@ -17,7 +17,7 @@ import (
 func BenchmarkPushImages(b *testing.B) {
 	addr := testutil.StartRegistry(b)
 	a := &release.Images{
-		Version: "bench", OPM: testutil.Opm(b), Bundles: "../bundle", Catalogs: "../catalog",
+		Version: "bench", OPM: testutil.Opm(b), GRPCHealthProbe: testutil.GRPCHealthProbe(b), Bundles: "../bundle", Catalogs: "../catalog",
 		Registry: addr + "/csi-olm", Client: &registry.Client{}, Out: io.Discard,
 	}
 	ctx := context.Background()

@@ -25,7 +25,9 @@ type Images struct {
 	OperatorBinaries []string
 	Version          string
 	Revision         string
-	OPM              string
+	// OPM and GRPCHealthProbe go into the catalog images, as in Release.
+	OPM             string
+	GRPCHealthProbe string
 	// Bundles holds <package>/<version>/ bundle directories; Catalogs holds catalog directories.
 	Bundles  string
 	Catalogs string
@@ -97,7 +99,7 @@ func (a *Images) build(prefix string) ([]built, error) {
 		}
 		all = append(all, built{BundleImage(prefix, filepath.Base(filepath.Dir(dir)), filepath.Base(dir)), img})
 	}
-	opm, err := readOPM(a.OPM)
+	opm, err := readOPM(a.OPM, a.GRPCHealthProbe)
 	if err != nil {
 		return nil, err
 	}

@@ -47,9 +47,11 @@ type Release struct {
 	OperatorBinaries []string
 	Version          string
 	Revision         string
-	// OPM is the statically linked opm the catalog images serve with.
-	OPM    string
-	Client *registry.Client
+	// OPM and GRPCHealthProbe are the statically linked opm the catalog images serve with and
+	// the probe OLM's registry pods check it with.
+	OPM             string
+	GRPCHealthProbe string
+	Client          *registry.Client
 	// Output receives bundle/, catalog/ and the image lists; it is replaced as a whole.
 	Output string
 	Out    io.Writer
@@ -63,7 +65,7 @@ func (r *Release) Run(ctx context.Context) error {
 	if _, err := name.NewTag(r.CatalogImage("community"), name.StrictValidation); err != nil {
 		return fmt.Errorf("--registry %q and --catalog-tag %q make no image reference: %w", r.Registry, r.CatalogTag, err)
 	}
-	opm, err := readOPM(r.OPM)
+	opm, err := readOPM(r.OPM, r.GRPCHealthProbe)
 	if err != nil {
 		return err
 	}
@@ -287,15 +289,22 @@ func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *buil
 	return nil
 }
 
-// readOPM reads and packs the opm the catalog images serve with.
-func readOPM(path string) (*build.OPM, error) {
-	binary, err := os.ReadFile(path)
+// readOPM reads and packs the opm and grpc_health_probe the catalog images serve with.
+func readOPM(opmPath, probePath string) (*build.OPM, error) {
+	opm, err := os.ReadFile(opmPath)
 	if err != nil {
 		return nil, fmt.Errorf("read opm: %w", err)
 	}
-	opm, err := build.NewOPM(binary)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if probePath == "" {
+		return nil, fmt.Errorf("no grpc_health_probe for the catalog images (hack/tools.sh grpc_health_probe builds it)")
 	}
-	return opm, nil
+	probe, err := os.ReadFile(probePath)
+	if err != nil {
+		return nil, fmt.Errorf("read grpc_health_probe: %w", err)
+	}
+	packed, err := build.NewOPM(opm, probe)
+	if err != nil {
+		return nil, fmt.Errorf("%s, %s: %w", opmPath, probePath, err)
+	}
+	return packed, nil
 }

@@ -105,6 +105,7 @@ type bed struct {
 	client    *registry.Client
 	binaries  []string
 	opm       string
+	probe     string
 	operators []d.Operator
 }
 
@@ -115,7 +116,7 @@ func init() {
 
 func newBed(t *testing.T) *bed {
 	t.Helper()
-	b := &bed{addr: testutil.StartRegistry(t), opm: testutil.Opm(t), operators: drivers.All()}
+	b := &bed{addr: testutil.StartRegistry(t), opm: testutil.Opm(t), probe: testutil.GRPCHealthProbe(t), operators: drivers.All()}
 	b.client = &registry.Client{Mirrors: mirrors(b.addr)}
 	head, err := release.HeadOperatorImage(b.operators)
 	if err != nil {
@@ -133,7 +134,7 @@ func (b *bed) release(output string, out io.Writer) *release.Release {
 	return &release.Release{
 		Operators: b.operators, Registry: b.addr + "/csi-olm", CatalogTag: "test",
 		OperatorBinaries: b.binaries, Version: "4.11.0", Revision: "test",
-		OPM: b.opm, Client: b.client, Output: output, Out: out,
+		OPM: b.opm, GRPCHealthProbe: b.probe, Client: b.client, Output: output, Out: out,
 	}
 }
 
@@ -154,7 +155,7 @@ func testImages(t *testing.T, b *bed) {
 	layouts := make([]string, 2)
 	for i := range layouts {
 		layouts[i] = filepath.Join(t.TempDir(), "images")
-		a := &release.Images{OperatorBinaries: b.binaries, Version: "dev", Revision: "test", OPM: b.opm,
+		a := &release.Images{OperatorBinaries: b.binaries, Version: "dev", Revision: "test", OPM: b.opm, GRPCHealthProbe: b.probe,
 			Bundles: "../bundle", Catalogs: "../catalog", OCILayout: layouts[i], Client: b.client, Out: io.Discard}
 		if err := a.Run(ctx); err != nil {
 			t.Fatal(err)

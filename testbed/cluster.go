@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,18 +53,17 @@ const (
 	GlobalOperatorGrp  = "global-operators"
 )
 
-// startNodes runs the controller-manager, the scheduler and kwok, and registers one node that
-// kwok keeps Ready: pods get scheduled and "run", so Deployments become Available.
-func (s *Stack) startNodes(ctx context.Context) error {
-	ports, err := freePorts(3)
+// startControllers runs the controller-manager and the scheduler and waits until both are
+// healthy.
+func (s *Stack) startControllers(ctx context.Context) error {
+	ports, err := freePorts(2)
 	if err != nil {
 		return err
 	}
-	kcmPort, schedPort, kwokPort := ports[0], ports[1], ports[2]
-	kubeconfigFlags := []string{"--kubeconfig=" + s.Kubeconfig, "--authentication-kubeconfig=" + s.Kubeconfig, "--authorization-kubeconfig=" + s.Kubeconfig}
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-
-	kcm, err := s.start("kube-controller-manager", nil, s.opts.Tools.ControllerManager, append(kubeconfigFlags,
+	kcmPort, schedPort := ports[0], ports[1]
+	kubeconfig := s.componentKubeconfig()
+	kubeconfigFlags := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig}
+	kcm, err := s.startComponent("kube-controller-manager", nil, s.opts.Tools.ControllerManager, append(kubeconfigFlags,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(kcmPort),
 		"--leader-elect=false",
 		"--service-account-private-key-file="+filepath.Join(s.Dir, "sa.key"),
@@ -75,9 +73,29 @@ func (s *Stack) startNodes(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sched, err := s.start("kube-scheduler", nil, s.opts.Tools.Scheduler, append(kubeconfigFlags,
+	sched, err := s.startComponent("kube-scheduler", nil, s.opts.Tools.Scheduler, append(kubeconfigFlags,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(schedPort),
 		"--leader-elect=false", "--v=1")...)
+	if err != nil {
+		return err
+	}
+	insecure := s.componentHTTP(&tls.Config{InsecureSkipVerify: true})
+	for _, c := range []struct {
+		p    *process
+		port int
+	}{{kcm, kcmPort}, {sched, schedPort}} {
+		url := "https://127.0.0.1:" + strconv.Itoa(c.port) + "/healthz"
+		if err := poll(ctx, c.p, c.p.Name+" /healthz", func(ctx context.Context) error { return httpOK(ctx, insecure, url, "") }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startKwok runs kwok and registers one node that kwok keeps Ready: pods get scheduled and
+// "run", so Deployments become Available.
+func (s *Stack) startKwok(ctx context.Context) error {
+	kwokPort, err := freePort()
 	if err != nil {
 		return err
 	}
@@ -98,15 +116,6 @@ func (s *Stack) startNodes(ctx context.Context) error {
 		"--enable-crds=PortForward", "--node-ip=127.0.0.1", "--cidr=10.244.0.0/16")
 	if err != nil {
 		return err
-	}
-	for _, c := range []struct {
-		p    *process
-		port int
-	}{{kcm, kcmPort}, {sched, schedPort}} {
-		url := "https://127.0.0.1:" + strconv.Itoa(c.port) + "/healthz"
-		if err := poll(ctx, c.p, c.p.Name+" /healthz", func(ctx context.Context) error { return httpOK(ctx, insecure, url, "") }); err != nil {
-			return err
-		}
 	}
 	if err := s.Client.Create(ctx, fakeNode()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering node %s: %w", NodeName, err)
@@ -173,17 +182,24 @@ func (s *Stack) startOLM(ctx context.Context) error {
 	if err := s.Client.Create(ctx, og); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	env := []string{"KUBECONFIG=" + s.Kubeconfig}
+	kubeconfig := s.componentKubeconfig()
+	env := []string{"KUBECONFIG=" + kubeconfig}
 	// A short wake-up interval re-syncs every CSV every 30 s: on a loaded 2-core machine OLM was
 	// seen to miss a CSV's deletion, which the default 5 min would leave its finalizer waiting for.
-	olm, err := s.start("olm", env, s.opts.Tools.OLM,
+	olm, err := s.startComponent("olm", env, s.opts.Tools.OLM,
 		"--namespace="+OLMNamespace, "--writeStatusName=", "--writePackageServerStatusName=", "--interval=30s")
 	if err != nil {
 		return err
 	}
-	// Images are never pulled: bundles are served with their objects embedded.
-	catalog, err := s.start("catalog", env, s.opts.Tools.Catalog,
-		"--kubeconfig="+s.Kubeconfig, "--namespace="+OLMNamespace, "--writeStatusName=",
+	// On a real node the catalog operator dials registry pods by Service name, which only the
+	// cluster's DNS resolves. The images named here are never pulled: catalogs are served by
+	// address (their bundles' objects embedded) or by catalog images that carry opm.
+	startCatalog := s.start
+	if s.host != nil {
+		startCatalog = s.startWithClusterDNS
+	}
+	catalog, err := startCatalog("catalog", env, s.opts.Tools.Catalog,
+		"--kubeconfig="+kubeconfig, "--namespace="+OLMNamespace, "--writeStatusName=",
 		"--configmapServerImage=testbed.invalid/configmap-server", "--opmImage=testbed.invalid/opm", "--util-image=testbed.invalid/util")
 	if err != nil {
 		return err

@@ -67,15 +67,23 @@ func (s *Stack) ServeCatalog(ctx context.Context, name, dir string) (string, err
 // CreateCatalogSource points a grpc CatalogSource at a served catalog and waits until OLM's
 // catalog operator reports it READY.
 func (s *Stack) CreateCatalogSource(ctx context.Context, namespace, name, addr string) error {
-	cs := &operatorsv1alpha1.CatalogSource{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec: operatorsv1alpha1.CatalogSourceSpec{
-			SourceType:  operatorsv1alpha1.SourceTypeGrpc,
-			Address:     addr,
-			DisplayName: name,
-			Publisher:   "csi-olm test bed",
-		},
-	}
+	return s.createCatalogSource(ctx, namespace, name, operatorsv1alpha1.CatalogSourceSpec{Address: addr})
+}
+
+// CreateImageCatalogSource creates a CatalogSource for a catalog image, as OperatorHub's
+// sources are: OLM runs the image as a registry pod under the restricted security context, and
+// the source is READY once the catalog operator reaches that pod through its Service. It needs
+// a real node.
+func (s *Stack) CreateImageCatalogSource(ctx context.Context, namespace, name, image string) error {
+	return s.createCatalogSource(ctx, namespace, name, operatorsv1alpha1.CatalogSourceSpec{
+		Image:         image,
+		GrpcPodConfig: &operatorsv1alpha1.GrpcPodConfig{SecurityContextConfig: operatorsv1alpha1.Restricted},
+	})
+}
+
+func (s *Stack) createCatalogSource(ctx context.Context, namespace, name string, spec operatorsv1alpha1.CatalogSourceSpec) error {
+	spec.SourceType, spec.DisplayName, spec.Publisher = operatorsv1alpha1.SourceTypeGrpc, name, "csi-olm test bed"
+	cs := &operatorsv1alpha1.CatalogSource{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: spec}
 	if err := s.Client.Create(ctx, cs); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating CatalogSource %s/%s: %w", namespace, name, err)
 	}

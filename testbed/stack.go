@@ -68,6 +68,11 @@ type Options struct {
 	Registry bool
 	// NoCluster, with Registry, starts the registry alone: image tests need no cluster.
 	NoCluster bool
+	// RealNode runs the cluster in a network namespace of its own with a real kubelet node
+	// (containerd, runc, CNI, kube-proxy, CoreDNS) instead of kwok's, pulling every image from
+	// the stack's registry (realnode.go). It needs root and a Full or OLM level; one runs per
+	// machine.
+	RealNode bool
 	// Logf reports progress; nil for silence.
 	Logf func(format string, args ...any)
 }
@@ -84,7 +89,14 @@ type Stack struct {
 	Registry string
 
 	opts  Options
-	mu    sync.Mutex
+	// host records what a real node changed on the host, for Stop to undo.
+	host *hostChanges
+	// netnsKubeconfig is the admin kubeconfig of components inside a real node's namespace;
+	// nodeKubeconfigs those of its kubelet and kube-proxy, by user.
+	netnsKubeconfig string
+	nodeKubeconfigs map[string]string
+	nodeTokens      map[string]string
+	mu              sync.Mutex
 	procs []*process
 	// Timings records how long each phase took to become ready.
 	Timings map[string]time.Duration
@@ -97,6 +109,8 @@ type State struct {
 	Kubeconfig string     `json:"kubeconfig"`
 	Registry   string     `json:"registry,omitempty"`
 	Processes  []*process `json:"processes"`
+	// RealNode says the stack changed the host (realnode.go), which StopState undoes.
+	RealNode bool `json:"realNode,omitempty"`
 }
 
 const adminUser = "admin"
@@ -108,6 +122,12 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	}
 	if opts.NoCluster && !opts.Registry {
 		return nil, fmt.Errorf("a stack without a cluster runs only a registry: set Registry too")
+	}
+	if opts.RealNode {
+		if opts.Level < Full || opts.NoCluster {
+			return nil, fmt.Errorf("a real node needs a cluster of level full or olm, not %s", opts.Level)
+		}
+		opts.Registry = true
 	}
 	if err := opts.Tools.check(opts.Level, opts.NoCluster); err != nil {
 		return nil, err
@@ -136,6 +156,11 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if opts.NoCluster {
 		return s, nil
 	}
+	if opts.RealNode {
+		if err := s.prepareRealNode(ctx); err != nil {
+			return s, err
+		}
+	}
 	if err := s.startAPIServer(ctx); err != nil {
 		return s, err
 	}
@@ -146,7 +171,15 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}
 	}
 	if opts.Level >= Full {
-		if err := s.startNodes(ctx); err != nil {
+		if err := s.startControllers(ctx); err != nil {
+			return s, err
+		}
+		if opts.RealNode {
+			err = s.startRealNode(ctx)
+		} else {
+			err = s.startKwok(ctx)
+		}
+		if err != nil {
 			return s, err
 		}
 		s.Timings["full"] = time.Since(begin)
@@ -189,6 +222,15 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
+// startComponent starts a control-plane component: inside the namespace of a real node, else on
+// the host.
+func (s *Stack) startComponent(name string, env []string, bin string, args ...string) (*process, error) {
+	if s.host != nil {
+		return s.startInNetns(name, env, bin, args...)
+	}
+	return s.start(name, env, bin, args...)
+}
+
 func (s *Stack) start(name string, env []string, bin string, args ...string) (*process, error) {
 	p, err := startProcess(s.Dir, name, s.opts.Detached, env, bin, args...)
 	if err != nil {
@@ -209,7 +251,7 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	etcd, err := s.start("etcd", nil, s.opts.Tools.Etcd,
+	etcd, err := s.startComponent("etcd", nil, s.opts.Tools.Etcd,
 		"--name=testbed", "--data-dir="+filepath.Join(s.Dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -220,7 +262,7 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	if err := poll(ctx, etcd, "etcd health", func(ctx context.Context) error {
-		return httpOK(ctx, http.DefaultClient, etcdURL+"/health", "")
+		return httpOK(ctx, s.componentHTTP(nil), etcdURL+"/health", "")
 	}); err != nil {
 		return err
 	}
@@ -230,25 +272,44 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 		return err
 	}
 	certDir := filepath.Join(s.Dir, "apiserver-certs")
-	apiserver, err := s.start("kube-apiserver", nil, s.opts.Tools.APIServer,
-		"--etcd-servers="+etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
-		"--cert-dir="+certDir,
-		"--token-auth-file="+filepath.Join(s.Dir, "tokens.csv"),
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + filepath.Join(s.Dir, "tokens.csv"),
 		"--authorization-mode=Node,RBAC",
-		"--service-cluster-ip-range=10.0.0.0/24",
-		// No kube-proxy or pod network exists, so nothing may be routed to the service range.
-		"--endpoint-reconciler-type=none",
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(s.Dir, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(s.Dir, "sa.key"),
+		"--service-account-key-file=" + filepath.Join(s.Dir, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(s.Dir, "sa.key"),
 		"--allow-privileged=true",
-		"--v=1")
+		"--v=1",
+	}
+	if s.host != nil {
+		// Pods reach the API server through the kubernetes Service, which kube-proxy points at
+		// the advertised node address; the host reaches it through a forwarder.
+		clientCert, clientKey, err := s.writeKubeletCredentials()
+		if err != nil {
+			return err
+		}
+		apiPort = securePort
+		args = append(args, "--bind-address=0.0.0.0", "--advertise-address="+nodeIP,
+			"--secure-port="+strconv.Itoa(apiPort), "--service-cluster-ip-range="+serviceCIDR,
+			"--kubelet-client-certificate="+clientCert, "--kubelet-client-key="+clientKey,
+			"--kubelet-preferred-address-types=InternalIP")
+	} else {
+		args = append(args, "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+			"--secure-port="+strconv.Itoa(apiPort), "--service-cluster-ip-range=10.0.0.0/24",
+			// No kube-proxy or pod network exists, so nothing may be routed to the service range.
+			"--endpoint-reconciler-type=none")
+	}
+	apiserver, err := s.startComponent("kube-apiserver", nil, s.opts.Tools.APIServer, args...)
 	if err != nil {
 		return err
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
-	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if s.host != nil {
+		server = "https://" + nodeIP + ":" + strconv.Itoa(apiPort)
+	}
+	insecure := s.componentHTTP(&tls.Config{InsecureSkipVerify: true})
 	if err := poll(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) error {
 		return httpOK(ctx, insecure, server+"/readyz", token)
 	}); err != nil {
@@ -258,7 +319,20 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the API server's serving certificate: %w", err)
 	}
-	return s.connect(server, ca, token)
+	if s.host == nil {
+		return s.connect(server, "", ca, token)
+	}
+	return s.connectRealNode(server, ca, token)
+}
+
+// componentHTTP is an HTTP client that reaches components where they listen: inside a real
+// node's namespace, or on the host.
+func (s *Stack) componentHTTP(tlsConfig *tls.Config) *http.Client {
+	transport := &http.Transport{TLSClientConfig: tlsConfig}
+	if s.host != nil {
+		transport.DialContext = s.DialInNetns
+	}
+	return &http.Client{Transport: transport}
 }
 
 // writeCredentials creates the service-account signing key and an admin bearer token.
@@ -281,6 +355,17 @@ func (s *Stack) writeCredentials() (string, error) {
 	}
 	token := hex.EncodeToString(raw)
 	files["tokens.csv"] = []byte(fmt.Sprintf("%s,%s,%s,\"system:masters\"\n", token, adminUser, adminUser))
+	if s.host != nil {
+		s.nodeTokens = map[string]string{}
+		for user, group := range nodeIdentities() {
+			if _, err := rand.Read(raw); err != nil {
+				return "", err
+			}
+			t := hex.EncodeToString(raw)
+			s.nodeTokens[user] = t
+			files["tokens.csv"] = append(files["tokens.csv"], fmt.Sprintf("%s,%s,%s,\"%s\"\n", t, user, user, group)...)
+		}
+	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(s.Dir, name), content, 0o600); err != nil {
 			return "", err
@@ -289,15 +374,11 @@ func (s *Stack) writeCredentials() (string, error) {
 	return token, nil
 }
 
-// connect writes the admin kubeconfig and builds clients from it.
-func (s *Stack) connect(server string, ca []byte, token string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["testbed"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	cfg.AuthInfos[adminUser] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["testbed"] = &clientcmdapi.Context{Cluster: "testbed", AuthInfo: adminUser}
-	cfg.CurrentContext = "testbed"
+// connect writes the admin kubeconfig and builds clients from it. serverName, when set, is the
+// name the server's certificate is checked against (a forwarded address is not in it).
+func (s *Stack) connect(server, serverName string, ca []byte, token string) error {
 	s.Kubeconfig = filepath.Join(s.Dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, s.Kubeconfig); err != nil {
+	if err := writeKubeconfig(s.Kubeconfig, server, serverName, ca, adminUser, token); err != nil {
 		return err
 	}
 	restConfig, err := clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
@@ -310,6 +391,15 @@ func (s *Stack) connect(server string, ca []byte, token string) error {
 	s.Config = restConfig
 	s.Client, err = client.New(restConfig, client.Options{Scheme: Scheme})
 	return err
+}
+
+func writeKubeconfig(path, server, serverName string, ca []byte, user, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["testbed"] = &clientcmdapi.Cluster{Server: server, TLSServerName: serverName, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["testbed"] = &clientcmdapi.Context{Cluster: "testbed", AuthInfo: user}
+	cfg.CurrentContext = "testbed"
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 func httpOK(ctx context.Context, c *http.Client, url, token string) error {
@@ -335,6 +425,11 @@ func httpOK(ctx context.Context, c *http.Client, url, token string) error {
 // more than once.
 func (s *Stack) Stop() {
 	stopAll(s.Processes())
+	if s.host != nil {
+		if err := s.host.undo(); err != nil {
+			s.opts.Logf("%v", err)
+		}
+	}
 }
 
 // RSS is the resident memory of all the stack's processes, in bytes.
@@ -361,7 +456,7 @@ func (s *Stack) Processes() []*process {
 
 // State returns what another process needs to stop this stack.
 func (s *Stack) State() State {
-	return State{Level: s.Level.String(), Dir: s.Dir, Kubeconfig: s.Kubeconfig, Registry: s.Registry, Processes: s.Processes()}
+	return State{Level: s.Level.String(), Dir: s.Dir, Kubeconfig: s.Kubeconfig, Registry: s.Registry, Processes: s.Processes(), RealNode: s.host != nil}
 }
 
 // WriteState saves the stack's state as JSON.
@@ -373,9 +468,18 @@ func (s *Stack) WriteState(path string) error {
 	return os.WriteFile(path, raw, 0o600)
 }
 
-// StopState stops the processes of a stack started by another process.
-func StopState(st State) {
+// StopState stops the processes of a stack started by another process, and undoes a real
+// node's host changes.
+func StopState(st State) error {
 	stopAll(st.Processes)
+	if !st.RealNode {
+		return nil
+	}
+	h, err := readHostChanges()
+	if err != nil || h == nil || h.Dir != st.Dir {
+		return err
+	}
+	return h.undo()
 }
 
 // LogTails returns the last lines of every component's log, for failure reports.

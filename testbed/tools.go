@@ -15,6 +15,10 @@ type Tools struct {
 	OLM, Catalog, Opm                                   string
 	// Registry is the CNCF distribution registry that serves the stack's images.
 	Registry string
+	// Kubelet, KubeProxy, Pause (the sandbox's binary) and CoreDNS run a real node.
+	Kubelet, KubeProxy, Pause, CoreDNS string
+	// GRPCHealthProbe is the probe OLM's registry pods run; catalog images carry it.
+	GRPCHealthProbe string
 	// KwokCRDs, OLMCRDs and OpenShiftCRDs are directories of CRD manifests.
 	KwokCRDs, OLMCRDs, OpenShiftCRDs string
 }
@@ -25,7 +29,8 @@ func (t *Tools) toolNames() map[string]*string {
 		"etcd": &t.Etcd, "kube-apiserver": &t.APIServer, "kube-controller-manager": &t.ControllerManager,
 		"kube-scheduler": &t.Scheduler, "kwok": &t.Kwok, "olm": &t.OLM, "catalog": &t.Catalog, "opm": &t.Opm,
 		"kwok-crds": &t.KwokCRDs, "olm-crds": &t.OLMCRDs, "openshift-crds": &t.OpenShiftCRDs,
-		"registry": &t.Registry,
+		"registry": &t.Registry, "kubelet": &t.Kubelet, "kube-proxy": &t.KubeProxy, "pause": &t.Pause,
+		"coredns": &t.CoreDNS, "grpc_health_probe": &t.GRPCHealthProbe,
 	}
 }
 

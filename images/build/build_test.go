@@ -132,6 +132,26 @@ func TestImagesAreReproducible(t *testing.T) {
 	}
 }
 
+// dirMode returns the tar mode of a directory entry of an image, -1 when there is none.
+func dirMode(t *testing.T, img v1.Image, name string) int64 {
+	t.Helper()
+	r := mutate.Extract(img)
+	defer r.Close()
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return -1
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hdr.Typeflag == tar.TypeDir && hdr.Name == name {
+			return hdr.Mode
+		}
+	}
+}
+
 // TestCatalogImageServesItsConfigs builds a catalog image of the committed certified catalog
 // with the tools' opm and checks what OLM relies on: the configs label, opm serve as entrypoint,
 // the catalog under /configs.
@@ -140,7 +160,11 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opm, err := build.NewOPM(binary)
+	probe, err := os.ReadFile(testutil.GRPCHealthProbe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opm, err := build.NewOPM(binary, probe)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +183,14 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	got := files(t, img)
 	if got["/bin/opm"] != string(binary) {
 		t.Errorf("the image's /bin/opm is not the opm it was built with")
+	}
+	// OLM's registry pod probes with grpc_health_probe from the PATH, and opm serve writes its
+	// cache to /tmp as a non-root user.
+	if got["/bin/grpc_health_probe"] != string(probe) {
+		t.Errorf("the image's /bin/grpc_health_probe is not the probe it was built with")
+	}
+	if mode := dirMode(t, img, "tmp/"); mode != 0o1777 {
+		t.Errorf("/tmp has mode %o, want 1777", mode)
 	}
 	want, err := os.ReadFile("../../catalog/certified/aws-efs-operator/catalog.json")
 	if err != nil {
@@ -187,7 +219,7 @@ func TestOnlyStaticLinuxBinariesGoOnAnEmptyBase(t *testing.T) {
 		if _, err := build.Operator(tt.binary, nil, "1", "r"); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("operator %s: %v, want %q", tt.name, err, tt.want)
 		}
-		if _, err := build.NewOPM(tt.binary); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := build.NewOPM(tt.binary, tt.binary); err == nil || !strings.Contains(err.Error(), "opm "+tt.want) {
 			t.Errorf("opm %s: %v, want %q", tt.name, err, tt.want)
 		}
 	}

@@ -12,6 +12,10 @@ const (
 	ConfigsDir = "/configs"
 	// OPMBinary is where opm lives in a catalog image, as in the upstream opm base image.
 	OPMBinary = "/bin/opm"
+	// HealthProbeBinary is where grpc_health_probe lives, as in the upstream opm base image: OLM's
+	// registry pod runs `grpc_health_probe -addr=:50051` as its startup, readiness and liveness
+	// probe, from the image's PATH.
+	HealthProbeBinary = "/bin/grpc_health_probe"
 	// ConfigsLabel tells OLM and opm where the catalog is in the image.
 	ConfigsLabel = "operators.operatorframework.io.index.configs.v1"
 )
@@ -29,20 +33,34 @@ func CatalogConfig(platform v1.Platform) Config {
 	}
 }
 
-// OPM is opm packed once into the layer every catalog image of a run shares: compressing it is
-// most of the cost of a catalog image.
+// OPM is what serves a catalog, packed once into the layer every catalog image of a run shares
+// (compressing it is most of the cost of a catalog image): opm, grpc_health_probe, and a
+// world-writable /tmp, where `opm serve` builds its cache at start as whatever user the
+// registry pod runs as.
 type OPM struct {
 	layer    v1.Layer
 	platform v1.Platform
 }
 
-// NewOPM checks that opm is statically linked, which it must be on an empty base, and packs it.
-func NewOPM(binary []byte) (*OPM, error) {
-	platform, err := StaticPlatform("opm", binary)
+// NewOPM checks that opm and grpc_health_probe are statically linked for one platform, which
+// they must be on an empty base, and packs them.
+func NewOPM(opm, healthProbe []byte) (*OPM, error) {
+	platform, err := StaticPlatform("opm", opm)
 	if err != nil {
 		return nil, fmt.Errorf("catalog image: %w", err)
 	}
-	layer, err := Layer([]File{{Path: OPMBinary, Mode: 0o755, Data: binary}})
+	probePlatform, err := StaticPlatform("grpc_health_probe", healthProbe)
+	if err != nil {
+		return nil, fmt.Errorf("catalog image: %w", err)
+	}
+	if !probePlatform.Equals(platform) {
+		return nil, fmt.Errorf("catalog image: opm is built for %s but grpc_health_probe for %s", platform, probePlatform)
+	}
+	layer, err := Layer([]File{
+		{Path: OPMBinary, Mode: 0o755, Data: opm},
+		{Path: HealthProbeBinary, Mode: 0o755, Data: healthProbe},
+		{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("catalog image: %w", err)
 	}

@@ -24,12 +24,22 @@ import (
 // Epoch dates every file and image: a build date would make two builds of the same source differ.
 var Epoch = time.Unix(0, 0).UTC()
 
-// File is one regular file of a layer.
+// File is one regular file of a layer, or a directory when Mode has fs.ModeDir (a directory that
+// must exist with its own mode, such as a world-writable /tmp).
 type File struct {
 	// Path is absolute in the image, e.g. /usr/bin/opm.
 	Path string
 	Mode fs.FileMode
 	Data []byte
+}
+
+// tarMode is the tar header mode of fs mode bits: the permissions and the sticky bit.
+func tarMode(m fs.FileMode) int64 {
+	mode := int64(m.Perm())
+	if m&fs.ModeSticky != 0 {
+		mode |= 0o1000
+	}
+	return mode
 }
 
 // CopyFS lists the regular files of fsys under root, placed under dest in the image; their mode
@@ -95,10 +105,14 @@ func Layer(files []File) (v1.Layer, error) {
 	tw := tar.NewWriter(&buf)
 	for _, name := range names {
 		hdr := &tar.Header{Name: strings.TrimPrefix(name, "/"), ModTime: Epoch}
-		f, isFile := byPath[name]
-		if isFile {
-			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, int64(f.Mode.Perm()), int64(len(f.Data))
-		} else {
+		f, listed := byPath[name]
+		isFile := listed && !f.Mode.IsDir()
+		switch {
+		case isFile:
+			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, tarMode(f.Mode), int64(len(f.Data))
+		case listed:
+			hdr.Typeflag, hdr.Mode, hdr.Name = tar.TypeDir, tarMode(f.Mode), hdr.Name+"/"
+		default:
 			hdr.Typeflag, hdr.Mode, hdr.Name = tar.TypeDir, 0o755, hdr.Name+"/"
 		}
 		if err := tw.WriteHeader(hdr); err != nil {

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 	// t.TempDir() follows TMPDIR, so every stack directory lands under runDir.
 	os.Setenv("TMPDIR", runDir)
 	code := m.Run()
+	stopRealNode()
 	if pids := waitForNoSurvivors(runDir, 10*time.Second); len(pids) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: test bed processes survived the tests: %v (killed now)\n", pids)
 		for _, pid := range pids {

@@ -78,13 +78,15 @@ var leaves = []string{
 var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|crd)$`)
 
 // domainImports are the only imports allowed from one domain into another: catalogs are built
-// from bundles, bundle images too, a release publishes all three, and the operator runs the
-// SharedVolume controller in its process.
+// from bundles, bundle images too, a release publishes all three, the operator runs the
+// SharedVolume controller in its process, and the test bed builds and pushes its real node's
+// pause image like any other image.
 var domainImports = map[string][]string{
 	"catalog":  {"bundle"},
 	"images":   {"bundle"},
 	"release":  {"bundle", "catalog", "images"},
 	"operator": {"sharedvolume"},
+	"testbed":  {"images"},
 }
 
 func layerOf(rel string) int {

@@ -24,14 +24,27 @@ import (
 // passes in CSI_OLM_OPM. Without it the test is skipped, saying how to run it.
 func Opm(tb testing.TB) string {
 	tb.Helper()
-	opm := os.Getenv("CSI_OLM_OPM")
-	if opm == "" {
-		tb.Skip("CSI_OLM_OPM is not set: run through `make test` (or `make bench`), which builds opm (hack/tools.sh opm) and sets it")
+	return toolFromEnv(tb, "CSI_OLM_OPM", "opm")
+}
+
+// GRPCHealthProbe returns the grpc_health_probe that catalog images carry, which `make test`
+// builds and passes in CSI_OLM_GRPC_HEALTH_PROBE. Without it the test is skipped, saying how to
+// run it.
+func GRPCHealthProbe(tb testing.TB) string {
+	tb.Helper()
+	return toolFromEnv(tb, "CSI_OLM_GRPC_HEALTH_PROBE", "grpc_health_probe")
+}
+
+func toolFromEnv(tb testing.TB, env, tool string) string {
+	tb.Helper()
+	path := os.Getenv(env)
+	if path == "" {
+		tb.Skipf("%s is not set: run through `make test` (or `make bench`), which builds %s (hack/tools.sh %s) and sets it", env, tool, tool)
 	}
-	if _, err := os.Stat(opm); err != nil {
-		tb.Fatalf("CSI_OLM_OPM=%s: %v", opm, err)
+	if _, err := os.Stat(path); err != nil {
+		tb.Fatalf("%s=%s: %v", env, path, err)
 	}
-	return opm
+	return path
 }
 
 // Snapshot maps the path of every file below dir, relative to dir, to its content.

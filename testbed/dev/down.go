@@ -29,7 +29,9 @@ func (d *Down) Run(_ context.Context) error {
 		fmt.Fprintln(d.Out, "no dev cluster is running")
 		return nil
 	}
-	testbed.StopState(*st)
+	if err := testbed.StopState(*st); err != nil {
+		return fmt.Errorf("stopping the dev cluster (its state stays in %s): %w", stateFile, err)
+	}
 	if survivors := testbed.Survivors(st.Dir); len(survivors) > 0 {
 		return fmt.Errorf("processes %v of the dev cluster did not stop; the state stays in %s", survivors, stateFile)
 	}

@@ -37,6 +37,7 @@ The prefix is --registry, where the images are pushed, or localhost/csi-olm in t
 	cmd.Flags().StringVar(&a.Version, "version", v.Version, "version: the operator and catalog image tag and label")
 	cmd.Flags().StringVar(&a.Revision, "revision", v.Commit, "source revision label of the operator image")
 	cmd.Flags().StringVar(&a.OPM, "opm", os.Getenv("CSI_OLM_OPM"), "statically linked opm for the catalog images (hack/tools.sh opm)")
+	cmd.Flags().StringVar(&a.GRPCHealthProbe, "grpc-health-probe", os.Getenv("CSI_OLM_GRPC_HEALTH_PROBE"), "statically linked grpc_health_probe for the catalog images (hack/tools.sh grpc_health_probe)")
 	cmd.Flags().StringVar(&a.Bundles, "bundles", "bundle", "directory of <package>/<version>/ bundles")
 	cmd.Flags().StringVar(&a.Catalogs, "catalogs", "catalog", "directory of catalog directories")
 	cmd.Flags().StringVar(&a.Registry, "registry", "", "repository prefix to push the images under")

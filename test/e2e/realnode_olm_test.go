@@ -1,0 +1,296 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+// certifiedCSVFile is the newest EFS CSV as the repository ships it.
+var certifiedCSVFile = filepath.Join("..", "..", "bundle", efsPackage, strings.TrimPrefix(certifiedHeadCSV, "aws-efs-csi-driver-operator.v"),
+	"manifests", certifiedHeadCSV+".clusterserviceversion.yaml")
+
+// shippedOperator is the operator Deployment of the newest CSV: its image is what the test
+// pushes the tree's operator image as, and its pod is what OLM must run unchanged.
+func shippedOperator(t *testing.T) operatorsv1alpha1.StrategyDeploymentSpec {
+	t.Helper()
+	raw, err := os.ReadFile(certifiedCSVFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	if err := yaml.Unmarshal(raw, &csv); err != nil {
+		t.Fatal(err)
+	}
+	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	if len(specs) != 1 || len(specs[0].Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("%s has %d deployments; this test follows the only container of the only one", certifiedCSVFile, len(specs))
+	}
+	return specs[0]
+}
+
+// pushOperatorAndCatalog builds the tree's operator image and certified catalog image and
+// pushes them: the operator under the very reference the shipped CSV names, the catalog under
+// the stack's registry. It returns the catalog image's reference.
+func pushOperatorAndCatalog(t *testing.T, s *testbed.Stack, operatorRef string) string {
+	t.Helper()
+	ctx := context.Background()
+	binary, err := os.ReadFile(testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator", "amd64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := build.OperatorIndex([][]byte{binary}, nil, "e2e", "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RegistryClient().Push(ctx, operatorRef, idx); err != nil {
+		t.Fatal(err)
+	}
+	tools := s.Tools()
+	opmBinary, err := os.ReadFile(tools.Opm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := os.ReadFile(tools.GRPCHealthProbe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opm, err := build.NewOPM(opmBinary, probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := build.Catalog(os.DirFS(filepath.Join("..", "..", "catalog", "certified")), opm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalogRef := s.Registry + "/csi-olm/certified-catalog:e2e"
+	if _, err := s.RegistryClient().Push(ctx, catalogRef, img); err != nil {
+		t.Fatal(err)
+	}
+	return catalogRef
+}
+
+// TestOperatorHubInstallOnRealNode installs the EFS operator as an admin does from OperatorHub,
+// with nothing simulated: OLM runs the certified catalog image as a registry pod, resolves the
+// Subscription, and runs the operator's pod from its image, with the CSV's args, env,
+// ServiceAccount and RBAC and in-cluster configuration. The operator must become Ready, stay up
+// for a minute without a restart or a refusal, and deploy the driver onto the node for a
+// ClusterCSIDriver.
+func TestOperatorHubInstallOnRealNode(t *testing.T) {
+	s := startRealNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c, ns := s.Client, testbed.OperatorsNamespace
+	shipped := shippedOperator(t)
+	container := shipped.Spec.Template.Spec.Containers[0]
+
+	catalogRef := pushOperatorAndCatalog(t, s, container.Image)
+	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it.
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if err := s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, certifiedSource, catalogRef); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("catalog image -> CatalogSource READY: %s", time.Since(begin).Round(100*time.Millisecond))
+
+	begin = time.Now()
+	if err := c.Create(ctx, &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: efsPackage, Namespace: ns},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			Package: efsPackage, Channel: "stable", CatalogSource: certifiedSource,
+			CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WaitForCSV(ctx, c, ns, certifiedHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+		t.Fatal(err)
+	}
+	pod := operatorPod(ctx, t, c, ns, shipped)
+	t.Logf("Subscription -> CSV Succeeded, operator pod %s Ready: %s", pod.Name, time.Since(begin).Round(100*time.Millisecond))
+	assertRunsAsShipped(t, pod, shipped)
+
+	// Both defects that once shipped ended the process within seconds of its start; what fails
+	// later fails within the first resyncs.
+	clientset := kubernetes.NewForConfigOrDie(s.Config)
+	time.Sleep(60 * time.Second)
+	var after corev1.Pod
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &after); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := clientset.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restarts := restartCount(&after); restarts != 0 || !podReady(&after) {
+		t.Fatalf("after 60 s the operator pod has %d restarts, Ready=%v; log:\n%s", restarts, podReady(&after), tailLines(string(logs), 30))
+	}
+	if line := firstLineWith(string(logs), "forbidden"); line != "" {
+		t.Errorf("the operator was refused by the API server: %s", line)
+	}
+
+	begin = time.Now()
+	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
+		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	driverNS := pod.Namespace
+	for _, w := range []struct {
+		kind string
+		obj  client.Object
+	}{
+		{"Deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.ControllerDeployment}}},
+		{"DaemonSet", &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.NodeDaemonSet}}},
+	} {
+		if err := testutil.Eventually(ctx, w.kind+" "+w.obj.GetName(), func(ctx context.Context) error {
+			return c.Get(ctx, client.ObjectKeyFromObject(w.obj), w.obj)
+		}); err != nil {
+			t.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, clientset, pod), 30))
+		}
+	}
+	t.Logf("ClusterCSIDriver -> driver Deployment and DaemonSet: %s", time.Since(begin).Round(100*time.Millisecond))
+	if err := testutil.Eventually(ctx, "driver pods on "+testbed.RealNodeName, func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(driverNS)); err != nil {
+			return err
+		}
+		var onNode []string
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == testbed.RealNodeName && strings.HasPrefix(p.Name, "efs-csi-") {
+				onNode = append(onNode, p.Name)
+			}
+		}
+		if len(onNode) < 2 {
+			return fmt.Errorf("driver pods on the node: %v", onNode)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// operatorPod waits for the one pod of the CSV's operator Deployment to be Ready.
+func operatorPod(ctx context.Context, t *testing.T, c client.Client, ns string, shipped operatorsv1alpha1.StrategyDeploymentSpec) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	if err := testutil.Eventually(ctx, "the operator pod Ready", func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels(shipped.Spec.Selector.MatchLabels)); err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d operator pods", len(pods.Items))
+		}
+		pod = &pods.Items[0]
+		if !podReady(pod) {
+			return fmt.Errorf("pod %s: phase %s, container statuses %+v", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// assertRunsAsShipped checks that the pod runs the CSV's container unchanged: image, args,
+// env, ServiceAccount, and no kubeconfig (in-cluster configuration).
+func assertRunsAsShipped(t *testing.T, pod *corev1.Pod, shipped operatorsv1alpha1.StrategyDeploymentSpec) {
+	t.Helper()
+	want := shipped.Spec.Template.Spec
+	got := pod.Spec
+	if got.ServiceAccountName != want.ServiceAccountName {
+		t.Errorf("the pod runs as ServiceAccount %q, the CSV says %q", got.ServiceAccountName, want.ServiceAccountName)
+	}
+	var container *corev1.Container
+	for i := range got.Containers {
+		if got.Containers[i].Name == want.Containers[0].Name {
+			container = &got.Containers[i]
+		}
+	}
+	if container == nil {
+		t.Fatalf("the pod has no container %s", want.Containers[0].Name)
+	}
+	if container.Image != want.Containers[0].Image || !slices.Equal(container.Args, want.Containers[0].Args) || !slices.Equal(container.Command, want.Containers[0].Command) {
+		t.Errorf("the pod runs %s %q %q, the CSV ships %s %q %q", container.Image, container.Command, container.Args,
+			want.Containers[0].Image, want.Containers[0].Command, want.Containers[0].Args)
+	}
+	for _, e := range want.Containers[0].Env {
+		if !slices.ContainsFunc(container.Env, func(g corev1.EnvVar) bool { return g.Name == e.Name }) {
+			t.Errorf("the pod lacks the CSV's env %s", e.Name)
+		}
+	}
+	for _, arg := range append(container.Args, container.Command...) {
+		if strings.Contains(arg, "kubeconfig") {
+			t.Errorf("the operator is given a kubeconfig (%s); it must use in-cluster configuration", arg)
+		}
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func restartCount(p *corev1.Pod) int32 {
+	var n int32
+	for _, s := range p.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
+
+func podLog(ctx context.Context, clientset kubernetes.Interface, pod *corev1.Pod) string {
+	raw, err := clientset.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return string(raw)
+}
+
+func firstLineWith(text, word string) string {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, word) {
+			return line
+		}
+	}
+	return ""
+}
+
+func tailLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
