@@ -36,6 +36,9 @@ type hostChanges struct {
 	// made it a mount point; both are undone only when no other namespace is left in it.
 	RunNetnsCreated  bool `json:"runNetnsCreated"`
 	RunNetnsWasMount bool `json:"runNetnsWasMount"`
+	// NetnsBefore lists /run/netns before the node started: containerd creates each pod's
+	// network namespace there (cni-<uuid>), and those that are new are the node's.
+	NetnsBefore []string `json:"netnsBefore"`
 	// Sysctls maps /proc/sys paths to their values before the node started.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
 	// Cgroups are the directories created for kubelet's cgroupRoot, one per hierarchy.
@@ -161,6 +164,7 @@ func (h *hostChanges) undo() error {
 	for i := len(h.Cgroups) - 1; i >= 0; i-- {
 		errs = append(errs, removeCgroup(h.Cgroups[i]))
 	}
+	errs = append(errs, h.removePodNetns())
 	for _, ns := range []string{h.Netns, h.HostNetns} {
 		if ns == "" {
 			continue
@@ -198,6 +202,38 @@ func (h *hostChanges) undo() error {
 	// The record's directory goes with the last record.
 	_ = os.Remove(filepath.Dir(h.path))
 	return nil
+}
+
+// podNetnsPrefix names the network namespaces containerd creates for pods in /run/netns.
+const podNetnsPrefix = "cni-"
+
+// netnsEntries lists the names in /run/netns.
+func netnsEntries() []string {
+	entries, _ := os.ReadDir("/run/netns")
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// removePodNetns unmounts and removes the pods' network namespaces that appeared since the
+// node started; containerd removes them with their pods, a crash leaves them.
+func (h *hostChanges) removePodNetns() error {
+	var errs []error
+	for _, name := range netnsEntries() {
+		if !strings.HasPrefix(name, podNetnsPrefix) || slices.Contains(h.NetnsBefore, name) {
+			continue
+		}
+		path := filepath.Join("/run/netns", name)
+		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", path, err))
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // killContainers kills and deletes every container runc keeps under root, one directory per

@@ -141,7 +141,7 @@ func (s *Stack) prepareRealNode(ctx context.Context) error {
 	_, err = os.Stat("/run/netns")
 	h := &hostChanges{
 		Dir: s.Dir, Netns: "csi-olm-" + suffix, HostNetns: "csi-olm-host-" + suffix,
-		RunNetnsCreated: errors.Is(err, fs.ErrNotExist), RunNetnsWasMount: isMountPoint("/run/netns"),
+		RunNetnsCreated: errors.Is(err, fs.ErrNotExist), RunNetnsWasMount: isMountPoint("/run/netns"), NetnsBefore: netnsEntries(),
 		Sysctls: map[string]string{}, RuncRoot: filepath.Join(s.Dir, "runc"), path: hostChangesPath(),
 	}
 	if err := h.save(); err != nil {

@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 		}
 		code = 1
 	}
-	os.RemoveAll(runDir)
+	if code == 0 {
+		os.RemoveAll(runDir)
+	} else {
+		fmt.Fprintf(os.Stderr, "the test beds' directories, with every component's log, are kept in %s\n", runDir)
+	}
 	os.Exit(code)
 }
 
