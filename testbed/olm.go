@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/internal/olm"
 )
 
@@ -62,6 +64,36 @@ func (s *Stack) ServeCatalog(ctx context.Context, name, dir string) (string, err
 		return nil
 	})
 	return addr, err
+}
+
+// PushCatalogImage builds a catalog image of a file-based catalog directory, with the tools'
+// opm and grpc_health_probe as every catalog image carries them, pushes it to the stack's
+// registry as <registry>/csi-olm/<name>:testbed and returns that reference.
+func (s *Stack) PushCatalogImage(ctx context.Context, name, dir string) (string, error) {
+	if s.Registry == "" {
+		return "", fmt.Errorf("catalog image %s: the stack has no registry", name)
+	}
+	opm, err := os.ReadFile(s.opts.Tools.Opm)
+	if err != nil {
+		return "", fmt.Errorf("catalog image %s: %w", name, err)
+	}
+	probe, err := os.ReadFile(s.opts.Tools.GRPCHealthProbe)
+	if err != nil {
+		return "", fmt.Errorf("catalog image %s: %w", name, err)
+	}
+	packed, err := build.NewOPM(opm, probe)
+	if err != nil {
+		return "", err
+	}
+	img, err := build.Catalog(os.DirFS(dir), packed)
+	if err != nil {
+		return "", fmt.Errorf("catalog image of %s: %w", dir, err)
+	}
+	ref := s.Registry + "/csi-olm/" + name + ":testbed"
+	if _, err := s.RegistryClient().Push(ctx, ref, img); err != nil {
+		return "", err
+	}
+	return ref, nil
 }
 
 // CreateCatalogSource points a grpc CatalogSource at a served catalog and waits until OLM's

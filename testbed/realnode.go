@@ -173,6 +173,9 @@ func (s *Stack) createNetns(ctx context.Context) error {
 		{"-n", h.Netns, "link", "add", "node0", "type", "bridge"},
 		{"-n", h.Netns, "addr", "add", nodeCIDR, "dev", "node0"},
 		{"-n", h.Netns, "link", "set", "node0", "up"},
+		// Components outside pods (OLM's catalog operator) dial Service IPs too: without a route
+		// the kernel refuses before kube-proxy's rules could rewrite the destination.
+		{"-n", h.Netns, "route", "add", serviceCIDR, "dev", "node0"},
 	}
 	for _, args := range steps {
 		if out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput(); err != nil {

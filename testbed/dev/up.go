@@ -18,6 +18,8 @@ import (
 type Up struct {
 	Home  string
 	Level string
+	// Node is kwok (a fake node) or real (a kubelet node in a network namespace of its own).
+	Node string
 	// Catalogs maps CatalogSource names to catalog directories to serve.
 	Catalogs map[string]string
 	Out      io.Writer
@@ -57,6 +59,9 @@ func (u *Up) Run(ctx context.Context) error {
 	if len(u.Catalogs) > 0 && level < testbed.OLM {
 		return fmt.Errorf("catalogs need OLM: use --level olm")
 	}
+	if u.Node != "kwok" && u.Node != "real" {
+		return fmt.Errorf("unknown node %q: use kwok or real", u.Node)
+	}
 	stateFile := StateFile(u.Home)
 	if st, err := ReadState(stateFile); err != nil {
 		return err
@@ -75,7 +80,7 @@ func (u *Up) Run(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	s, err := testbed.Start(ctx, testbed.Options{
-		Level: level, Tools: tools, Dir: dir, Detached: true, Registry: true,
+		Level: level, Tools: tools, Dir: dir, Detached: true, Registry: true, RealNode: u.Node == "real",
 		Logf: func(format string, args ...any) { fmt.Fprintf(u.Out, format+"\n", args...) },
 	})
 	if err != nil {
@@ -107,6 +112,18 @@ func (u *Up) serve(ctx context.Context, s *testbed.Stack, stateFile string) erro
 	}
 	sort.Strings(names)
 	for _, name := range names {
+		if s.Netns() != "" {
+			// A real node's OLM reaches catalogs as OperatorHub's: images it runs as pods.
+			ref, err := s.PushCatalogImage(ctx, name, u.Catalogs[name])
+			if err != nil {
+				return err
+			}
+			if err := s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, name, ref); err != nil {
+				return err
+			}
+			fmt.Fprintf(u.Out, "serving %s as CatalogSource %s/%s from image %s\n", u.Catalogs[name], testbed.OLMNamespace, name, ref)
+			continue
+		}
 		addr, err := s.ServeCatalog(ctx, name, u.Catalogs[name])
 		if err != nil {
 			return err

@@ -19,6 +19,11 @@ serves each catalog with opm and creates a CatalogSource for it in the olm names
 image registry on loopback (plain HTTP), then prints the KUBECONFIG to use and the registry's
 address. The cluster keeps running until ` + "`csi-olm dev down`" + `.
 
+With --node=real the cluster runs in a network namespace of its own with a real kubelet node;
+pods pull their images from the registry (quay.io/..., registry.k8s.io/... and the other
+upstreams under <registry>/<upstream>/...), and the catalogs are served as catalog images that
+OLM runs as registry pods.
+
 By default the catalogs catalog/community and catalog/certified of the working directory are
 served, as CatalogSources community-operators and certified-operators, when they exist.`,
 		Args: cobra.NoArgs,
@@ -33,6 +38,7 @@ served, as CatalogSources community-operators and certified-operators, when they
 	}
 	cmd.Flags().StringVar(&u.Home, "home", dev.Home(), "directory for the cluster's state and data")
 	cmd.Flags().StringVar(&u.Level, "level", testbed.OLM.String(), "how much to run: apiserver, full or olm")
+	cmd.Flags().StringVar(&u.Node, "node", "kwok", "the node of a full or olm cluster: kwok (fake, pods never run) or real (kubelet, containerd and kube-proxy in a network namespace of their own, pods running images from the registry; needs root)")
 	cmd.Flags().StringArrayVar(&catalogs, "catalog", nil, "NAME=DIR: serve DIR as CatalogSource NAME (repeatable; replaces the defaults)")
 	return cmd
 }
