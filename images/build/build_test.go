@@ -132,7 +132,27 @@ func TestImagesAreReproducible(t *testing.T) {
 	}
 }
 
-// dirMode returns the tar mode of a directory entry of an image, -1 when there is none.
+// TestOperatorImageHasAWritableTmp: the operator writes its metrics server's self-signed
+// certificate to /tmp at start, and exited in the first pod a real node ran without it.
+func TestOperatorImageHasAWritableTmp(t *testing.T) {
+	binary, err := os.ReadFile(testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/test/e2e/netprobe", "amd64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := build.Operator(binary, nil, "1", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, img); got[build.OperatorBinary] != string(binary) || len(got) != 1 {
+		t.Errorf("the operator image holds %v, want only %s", slices.Sorted(maps.Keys(got)), build.OperatorBinary)
+	}
+	if mode := dirMode(t, img, "tmp"); mode != 0o1777 {
+		t.Errorf("/tmp has mode %o, want 1777", mode)
+	}
+}
+
+// dirMode returns the tar mode of a directory entry of an image (by its cleaned path, as the
+// flattened image names it), -1 when there is none.
 func dirMode(t *testing.T, img v1.Image, name string) int64 {
 	t.Helper()
 	r := mutate.Extract(img)
@@ -189,7 +209,7 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if got["/bin/grpc_health_probe"] != string(probe) {
 		t.Errorf("the image's /bin/grpc_health_probe is not the probe it was built with")
 	}
-	if mode := dirMode(t, img, "tmp/"); mode != 0o1777 {
+	if mode := dirMode(t, img, "tmp"); mode != 0o1777 {
 		t.Errorf("/tmp has mode %o, want 1777", mode)
 	}
 	want, err := os.ReadFile("../../catalog/certified/aws-efs-operator/catalog.json")

@@ -59,7 +59,7 @@ func NewOPM(opm, healthProbe []byte) (*OPM, error) {
 	layer, err := Layer([]File{
 		{Path: OPMBinary, Mode: 0o755, Data: opm},
 		{Path: HealthProbeBinary, Mode: 0o755, Data: healthProbe},
-		{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{Path: TmpDir, Mode: fs.ModeDir | fs.ModeSticky | 0o777},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("catalog image: %w", err)

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
@@ -37,7 +38,7 @@ func TestContainerfileAgreesWithTheDaemonlessBuild(t *testing.T) {
 	env := shell.EnvsFromSlice([]string{"VERSION=" + version, "REVISION=" + revision})
 	lex := shell.NewLex('\\')
 	labels := map[string]string{}
-	var entrypoint []string
+	var entrypoint, copies []string
 	var user string
 	for _, cmd := range final.Commands {
 		switch c := cmd.(type) {
@@ -57,9 +58,24 @@ func TestContainerfileAgreesWithTheDaemonlessBuild(t *testing.T) {
 			}
 			entrypoint = c.CmdLine
 		case *instructions.CopyCommand:
-			if dest := c.DestPath; dest != build.OperatorBinary {
-				t.Errorf("the Containerfile copies the binary to %s, the daemonless build to %s", dest, build.OperatorBinary)
-			}
+			copies = append(copies, c.SourcePaths[0]+" "+c.DestPath)
+		}
+	}
+	// The final stage copies one tree, assembled by the build stage's RUN: the binary where the
+	// daemonless build puts it and a world-writable /tmp.
+	const rootfs = "/out/rootfs"
+	if !slices.Equal(copies, []string{rootfs + "/ /"}) {
+		t.Errorf("the final stage copies %q, want only the build stage's %s/ to /", copies, rootfs)
+	}
+	var run string
+	for _, cmd := range stages[0].Commands {
+		if r, ok := cmd.(*instructions.RunCommand); ok {
+			run += strings.Join(r.CmdLine, " ") + "\n"
+		}
+	}
+	for _, want := range []string{"-o " + rootfs + build.OperatorBinary + " ", "mkdir -p " + rootfs + build.TmpDir, "chmod 1777 " + rootfs + build.TmpDir} {
+		if !strings.Contains(run, want) {
+			t.Errorf("the build stage's RUN lacks %q:\n%s", want, run)
 		}
 	}
 	want := build.OperatorConfig(version, revision, build.Config{}.Platform)

@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"io/fs"
 	"slices"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -18,6 +19,10 @@ const (
 	NonRootUser = "65532"
 	// SourceURL is where the image's source lives.
 	SourceURL = "https://github.com/csi-olm/csi-olm"
+	// TmpDir is world-writable in the operator image: library-go's controllercmd writes the
+	// metrics server's self-signed serving certificate there at start, as whatever user the
+	// pod runs as, and exits when it cannot.
+	TmpDir = "/tmp"
 )
 
 // OperatorConfig is the config of the operator image of a version and source revision. The
@@ -50,7 +55,10 @@ func Operator(binary []byte, base v1.Image, version, revision string) (v1.Image,
 	if err != nil {
 		return nil, err
 	}
-	layer, err := Layer([]File{{Path: OperatorBinary, Mode: 0o755, Data: binary}})
+	layer, err := Layer([]File{
+		{Path: OperatorBinary, Mode: 0o755, Data: binary},
+		{Path: TmpDir, Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("operator image: %w", err)
 	}
