@@ -392,3 +392,48 @@ func removeCgroup(dir string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// HostSnapshot is what a real node may change on the host, read back: the sysctls kubelet
+// sets, the top-level cgroups of every hierarchy, /run/netns, kubelet's root, the record's
+// directory and the mount table. Two snapshots around a node's life must be equal.
+func HostSnapshot() (map[string]string, error) {
+	snap := map[string]string{}
+	for _, name := range kubeletSysctls {
+		raw, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(name, ".", "/"))
+		if err != nil {
+			return nil, err
+		}
+		snap["sysctl "+name] = strings.TrimSpace(string(raw))
+	}
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range hierarchies {
+		entries, err := os.ReadDir(h)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				snap["cgroup "+filepath.Join(h, e.Name())] = "present"
+			}
+		}
+	}
+	for _, path := range []string{"/run/netns", kubeletRoot, hostChangesDir} {
+		if _, err := os.Stat(path); err == nil {
+			snap["path "+path] = "present"
+		}
+	}
+	for _, name := range netnsEntries() {
+		snap["netns "+name] = "present"
+	}
+	points, err := mounts()
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range points {
+		snap["mount "+p] += "+"
+	}
+	return snap, nil
+}

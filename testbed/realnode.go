@@ -50,8 +50,8 @@ const (
 	// host paths, so the DaemonSets are run exactly as they ship. It also makes the real node
 	// one per machine.
 	kubeletRoot = "/var/lib/kubelet"
-	// pauseImage is the sandbox image, served from the stack's registry like every image.
-	pauseImage = "registry.k8s.io/pause:3.10.2"
+	// PauseImage is the sandbox image, served from the stack's registry like every image.
+	PauseImage = "registry.k8s.io/pause:3.10.2"
 )
 
 // Upstreams are the registries that a real node's containerd reads from the stack's registry,
@@ -86,32 +86,63 @@ func cgroupHierarchies() ([]string, error) {
 
 // checkRealNodeHost says what this machine lacks for a real node, all of it at once.
 func checkRealNodeHost(t Tools) error {
-	var missing []string
-	if os.Geteuid() != 0 {
-		missing = append(missing, "root: a real node creates a network namespace, cgroups and mounts (run as root, as CI does)")
-	}
-	for _, bin := range []string{"containerd", "runc", "nsenter", "unshare", "ip", "socat", "iptables"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			missing = append(missing, bin+" (`make node-deps` installs it from Debian's packages)")
+	have := func(name string) bool {
+		if filepath.IsAbs(name) {
+			_, err := os.Stat(name)
+			return err == nil
 		}
+		_, err := exec.LookPath(name)
+		return err == nil
 	}
-	for _, plugin := range []string{"bridge", "host-local", "loopback"} {
-		if _, err := os.Stat(filepath.Join(cniBinDir, plugin)); err != nil {
-			missing = append(missing, "CNI plugin "+plugin+" in "+cniBinDir+" (`make node-deps`)")
-		}
-	}
-	for name, path := range map[string]string{"kubelet": t.Kubelet, "kube-proxy": t.KubeProxy, "pause": t.Pause, "coredns": t.CoreDNS} {
-		if path == "" {
-			missing = append(missing, name+" (`make tools` builds it)")
-		}
-	}
-	if len(missing) > 0 {
+	if missing := realNodeMissing(os.Geteuid(), have, t); len(missing) > 0 {
 		return fmt.Errorf("this machine cannot run a real node; it lacks:\n  %s", strings.Join(missing, "\n  "))
 	}
 	return nil
 }
 
+// realNodeMissing lists what a real node needs and the machine lacks: root, the programs
+// (have is asked for a command name or an absolute path) and the tools.
+func realNodeMissing(euid int, have func(string) bool, t Tools) []string {
+	var missing []string
+	if euid != 0 {
+		missing = append(missing, "root: a real node creates a network namespace, cgroups and mounts (run as root, as CI does)")
+	}
+	for _, bin := range []string{"containerd", "runc", "ctr", "nsenter", "unshare", "ip", "socat", "iptables"} {
+		if !have(bin) {
+			missing = append(missing, bin+" (`make node-deps` installs it from Debian's packages)")
+		}
+	}
+	for _, plugin := range []string{"bridge", "host-local", "loopback"} {
+		if !have(filepath.Join(cniBinDir, plugin)) {
+			missing = append(missing, "CNI plugin "+plugin+" in "+cniBinDir+" (`make node-deps`)")
+		}
+	}
+	for _, tool := range []struct{ name, path string }{
+		{"kubelet", t.Kubelet}, {"kube-proxy", t.KubeProxy}, {"pause", t.Pause}, {"coredns", t.CoreDNS}, {"grpc_health_probe", t.GRPCHealthProbe},
+	} {
+		if tool.path == "" || !have(tool.path) {
+			missing = append(missing, tool.name+" (`make tools` builds it)")
+		}
+	}
+	return missing
+}
+
 const cniBinDir = "/usr/lib/cni"
+
+// UndoAbandonedNode undoes the host changes of a real node whose processes are gone (the
+// process that started it crashed, or was killed), and refuses while a real node runs: one
+// machine runs one, because CSI node plugins use kubelet's fixed host paths.
+func UndoAbandonedNode(logf func(string, ...any)) error {
+	old, err := readHostChanges()
+	if err != nil || old == nil {
+		return err
+	}
+	if old.inUse() {
+		return fmt.Errorf("a real node is already running on this machine (stack %s, containerd pid %d): one machine runs one, because CSI node plugins use kubelet's fixed host paths; stop it first (`csi-olm dev down`)", old.Dir, old.Keeper)
+	}
+	logf("undoing the host changes of an abandoned real node (stack %s)", old.Dir)
+	return old.undo()
+}
 
 // prepareRealNode claims the machine's real node (undoing the host changes of one abandoned by
 // a crash first), records the host's state and creates the network namespace with its
@@ -120,25 +151,15 @@ func (s *Stack) prepareRealNode(ctx context.Context) error {
 	if err := checkRealNodeHost(s.opts.Tools); err != nil {
 		return err
 	}
-	old, err := readHostChanges()
-	if err != nil {
+	if err := UndoAbandonedNode(s.opts.Logf); err != nil {
 		return err
-	}
-	if old != nil {
-		if old.inUse() {
-			return fmt.Errorf("a real node is already running on this machine (stack %s, containerd pid %d): one machine runs one, because CSI node plugins use kubelet's fixed host paths; stop it first (`csi-olm dev down`)", old.Dir, old.Keeper)
-		}
-		s.opts.Logf("undoing the host changes of an abandoned real node (stack %s)", old.Dir)
-		if err := old.undo(); err != nil {
-			return err
-		}
 	}
 	id := make([]byte, 4)
 	if _, err := rand.Read(id); err != nil {
 		return err
 	}
 	suffix := hex.EncodeToString(id)
-	_, err = os.Stat("/run/netns")
+	_, err := os.Stat("/run/netns")
 	h := &hostChanges{
 		Dir: s.Dir, Netns: "csi-olm-" + suffix, HostNetns: "csi-olm-host-" + suffix,
 		RunNetnsCreated: errors.Is(err, fs.ErrNotExist), RunNetnsWasMount: isMountPoint("/run/netns"), NetnsBefore: netnsEntries(),
@@ -348,7 +369,7 @@ state = %[2]q
     conf_dir = %[7]q
   [plugins."io.containerd.grpc.v1.cri".registry]
     config_path = %[8]q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), filepath.Join(dir, "containerd.sock"), pauseImage,
+`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), s.containerdSocket(), PauseImage,
 		s.host.RuncRoot, cniBinDir, filepath.Join(dir, "cni"), filepath.Join(dir, "certs.d"))
 }
 
@@ -395,8 +416,17 @@ func (s *Stack) cniConfig() ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
+// containerdSocket is containerd's socket. It lives in a short directory of its own: a unix
+// socket's path has at most 104 bytes, and containerd adds ".ttrpc" to it.
+func (s *Stack) containerdSocket() string {
+	return filepath.Join(hostChangesDir, s.host.Netns, "containerd.sock")
+}
+
 func (s *Stack) startContainerd(ctx context.Context) (*process, string, error) {
 	dir := filepath.Join(s.Dir, "containerd")
+	if err := s.host.mkdirRecorded(filepath.Dir(s.containerdSocket())); err != nil {
+		return nil, "", err
+	}
 	for _, d := range []string{filepath.Join(dir, "cni"), filepath.Join(dir, "certs.d")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, "", err
@@ -416,7 +446,7 @@ func (s *Stack) startContainerd(ctx context.Context) (*process, string, error) {
 	if err := os.WriteFile(config, []byte(s.containerdConfig(dir)), 0o644); err != nil {
 		return nil, "", err
 	}
-	sock := filepath.Join(dir, "containerd.sock")
+	sock := s.containerdSocket()
 	p, err := s.startInNetns("containerd", nil, "containerd", "--config", config, "--log-level", "warn")
 	if err != nil {
 		return nil, "", err
@@ -626,7 +656,7 @@ func (s *Stack) pushPause(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.RegistryClient().Push(ctx, pauseImage, img)
+	_, err = s.RegistryClient().Push(ctx, PauseImage, img)
 	return err
 }
 

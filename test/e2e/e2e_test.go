@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -27,8 +28,21 @@ func TestMain(m *testing.M) {
 	}
 	// t.TempDir() follows TMPDIR, so every stack directory lands under runDir.
 	os.Setenv("TMPDIR", runDir)
+	before, err := testbed.HostSnapshot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	stopRealNode()
+	if realNode.started {
+		// Everything a real node changed on the host must be back as it was.
+		after, err := testbed.HostSnapshot()
+		if diff := cmp.Diff(before, after); err != nil || diff != "" {
+			fmt.Fprintf(os.Stderr, "FAIL: the real node left the host changed (-before +after): %v\n%s", err, diff)
+			code = 1
+		}
+	}
 	if pids := waitForNoSurvivors(runDir, 10*time.Second); len(pids) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: test bed processes survived the tests: %v (killed now)\n", pids)
 		for _, pid := range pids {

@@ -2,15 +2,18 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,46 +27,66 @@ import (
 // realNode is the one real-node stack of this test binary: a machine runs one real node, so
 // every test that needs one shares it, and TestMain stops it.
 var realNode struct {
-	once  sync.Once
+	sync.Mutex
 	stack *testbed.Stack
-	err   error
+	// started says a real node ran, so TestMain checks the host was put back.
+	started bool
 }
 
-// startRealNode returns the shared real-node stack, starting it on first use. A failed test
+// realNodeOptions are the shared stack's options; its logs go to stderr, not to the test that
+// happens to start it, which it outlives.
+func realNodeOptions(t *testing.T, level testbed.Level, dir string) testbed.Options {
+	t.Helper()
+	tools, err := testutil.TestBedTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testbed.Options{Level: level, RealNode: true, Tools: tools, Dir: dir}
+	if testing.Verbose() {
+		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+	}
+	return opts
+}
+
+// startRealNode returns the shared real-node stack, starting it when none runs. A failed test
 // prints the tails of its components' logs.
 func startRealNode(t *testing.T) *testbed.Stack {
 	t.Helper()
-	realNode.once.Do(func() {
-		tools, err := testutil.TestBedTools()
-		if err != nil {
-			realNode.err = err
-			return
-		}
+	realNode.Lock()
+	defer realNode.Unlock()
+	if realNode.stack == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		opts := testbed.Options{Level: testbed.OLM, RealNode: true, Tools: tools, Dir: filepath.Join(runDir, "realnode")}
-		// The stack outlives the test that starts it: it logs to stderr, not to that test.
-		if testing.Verbose() {
-			opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+		dir, err := os.MkdirTemp(runDir, "realnode-")
+		if err != nil {
+			t.Fatal(err)
 		}
-		realNode.stack, realNode.err = testbed.Start(ctx, opts)
-	})
-	if s := realNode.stack; s != nil {
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("real node logs (full logs in %s):\n%s", filepath.Join(s.Dir, "logs"), s.LogTails(8))
+		realNode.started = true
+		s, err := testbed.Start(ctx, realNodeOptions(t, testbed.OLM, dir))
+		if err != nil {
+			if s != nil {
+				t.Logf("real node logs (full logs in %s):\n%s", filepath.Join(dir, "logs"), s.LogTails(8))
 			}
-		})
+			t.Fatalf("starting the real node: %v", err)
+		}
+		realNode.stack = s
 	}
-	if realNode.err != nil {
-		t.Fatalf("starting the real node: %v", realNode.err)
-	}
-	return realNode.stack
+	s := realNode.stack
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("real node logs (full logs in %s):\n%s", filepath.Join(s.Dir, "logs"), s.LogTails(8))
+		}
+	})
+	return s
 }
 
+// stopRealNode stops the shared real node, if one runs.
 func stopRealNode() {
+	realNode.Lock()
+	defer realNode.Unlock()
 	if realNode.stack != nil {
 		realNode.stack.Stop()
+		realNode.stack = nil
 	}
 }
 
@@ -163,4 +186,82 @@ func TestRealNode(t *testing.T) {
 			t.Errorf("the pod's report lacks %q:\n%s", want, log)
 		}
 	}
+}
+
+// crashDirEnv tells the test binary, run again by TestRealNodeUndoneAfterACrash, to start a
+// real node there and die by SIGKILL with it running.
+const crashDirEnv = "CSI_OLM_E2E_CRASH_DIR"
+
+// TestRealNodeUndoneAfterACrash kills a process while its real node runs a pod, as a test
+// timeout or a developer's ^\ does, and checks that the host changes it leaves (network
+// namespaces, cgroups, mounts, the running container) are all undone by the next start, here
+// testbed.UndoAbandonedNode, which the next real node's start and `csi-olm dev down` run.
+func TestRealNodeUndoneAfterACrash(t *testing.T) {
+	if os.Getenv(crashDirEnv) != "" {
+		crashWithARealNode(t)
+		return
+	}
+	stopRealNode() // one real node per machine
+	before, err := testbed.HostSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "crashed")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRealNodeUndoneAfterACrash$", "-test.v")
+	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || !strings.Contains(string(out), "pod running, crashing") {
+		t.Fatalf("the crashing run ended with %v, not SIGKILL with its pod running:\n%s", err, tailLines(string(out), 30))
+	}
+	left, err := testbed.HostSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cmp.Equal(before, left) {
+		t.Fatal("the crashed node left nothing behind: the test proves nothing")
+	}
+	if err := testbed.UndoAbandonedNode(t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	after, err := testbed.HostSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("the host is not as before the crashed node (-before +after):\n%s", diff)
+	}
+	if pids := testbed.Survivors(dir); len(pids) > 0 {
+		t.Errorf("processes of the crashed node survived: %v", pids)
+	}
+}
+
+// crashWithARealNode starts a real node, runs a pod on it, and SIGKILLs its own process.
+func crashWithARealNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	s, err := testbed.Start(ctx, realNodeOptions(t, testbed.Full, os.Getenv(crashDirEnv)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sleeper"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: testbed.PauseImage}}},
+	}
+	if err := s.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := testutil.Eventually(ctx, "the pod running", func(ctx context.Context) error {
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			return err
+		}
+		if pod.Status.Phase != corev1.PodRunning {
+			return fmt.Errorf("phase %s", pod.Status.Phase)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("pod running, crashing")
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 }
