@@ -95,3 +95,32 @@ func BenchmarkMigrate(b *testing.B) {
 	}
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkRealNode measures, per iteration on a new real-node stack: the stack's start (control
+// plane, OLM and the node Ready), the OperatorHub install of the EFS operator from its catalog
+// image (catalog READY; Subscription to CSV created; CSV created to the operator's pod Ready)
+// and a ClusterCSIDriver to the driver's pods created on the node. It reports the medians.
+func BenchmarkRealNode(b *testing.B) {
+	samples := map[string][]float64{}
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		begin := time.Now()
+		s := testutil.StartTestBed(b, testbed.OLM, func(o *testbed.Options) { o.RealNode = true })
+		samples["stack-up-s"] = append(samples["stack-up-s"], time.Since(begin).Seconds())
+		samples["node-ready-s"] = append(samples["node-ready-s"], s.Timings["node"].Seconds())
+		pod, timings := installFromOperatorHub(ctx, b, s)
+		for name, d := range map[string]string{
+			"catalog image -> CatalogSource READY": "catalog-ready-s",
+			"Subscription -> CSV created":          "sub-to-csv-s",
+			"CSV created -> operator pod Ready":    "csv-to-operator-ready-s",
+		} {
+			samples[d] = append(samples[d], timings[name].Seconds())
+		}
+		samples["cr-to-driver-pods-s"] = append(samples["cr-to-driver-pods-s"], deployDriver(ctx, b, s, pod).Seconds())
+		s.Stop()
+		cancel()
+	}
+	for name, values := range samples {
+		b.ReportMetric(testutil.Median(values), name)
+	}
+}

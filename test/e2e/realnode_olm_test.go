@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,7 @@ var certifiedCSVFile = filepath.Join("..", "..", "bundle", efsPackage, strings.T
 
 // shippedOperator is the operator Deployment of the newest CSV: its image is what the test
 // pushes the tree's operator image as, and its pod is what OLM must run unchanged.
-func shippedOperator(t *testing.T) operatorsv1alpha1.StrategyDeploymentSpec {
+func shippedOperator(t testing.TB) operatorsv1alpha1.StrategyDeploymentSpec {
 	t.Helper()
 	raw, err := os.ReadFile(certifiedCSVFile)
 	if err != nil {
@@ -52,7 +53,7 @@ func shippedOperator(t *testing.T) operatorsv1alpha1.StrategyDeploymentSpec {
 // pushOperatorAndCatalog builds the tree's operator image and certified catalog image and
 // pushes them: the operator under the very reference the shipped CSV names, the catalog under
 // the stack's registry. It returns the catalog image's reference.
-func pushOperatorAndCatalog(t *testing.T, s *testbed.Stack, operatorRef string) string {
+func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string) string {
 	t.Helper()
 	ctx := context.Background()
 	binary, err := os.ReadFile(testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator", "amd64"))
@@ -66,25 +67,8 @@ func pushOperatorAndCatalog(t *testing.T, s *testbed.Stack, operatorRef string) 
 	if _, err := s.RegistryClient().Push(ctx, operatorRef, idx); err != nil {
 		t.Fatal(err)
 	}
-	tools := s.Tools()
-	opmBinary, err := os.ReadFile(tools.Opm)
+	catalogRef, err := s.PushCatalogImage(ctx, "certified-catalog", filepath.Join("..", "..", "catalog", "certified"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	probe, err := os.ReadFile(tools.GRPCHealthProbe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opm, err := build.NewOPM(opmBinary, probe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := build.Catalog(os.DirFS(filepath.Join("..", "..", "catalog", "certified")), opm)
-	if err != nil {
-		t.Fatal(err)
-	}
-	catalogRef := s.Registry + "/csi-olm/certified-catalog:e2e"
-	if _, err := s.RegistryClient().Push(ctx, catalogRef, img); err != nil {
 		t.Fatal(err)
 	}
 	return catalogRef
@@ -100,20 +84,49 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	s := startRealNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	c, ns := s.Client, testbed.OperatorsNamespace
-	shipped := shippedOperator(t)
-	container := shipped.Spec.Template.Spec.Containers[0]
+	pod, timings := installFromOperatorHub(ctx, t, s)
+	for _, name := range slices.Sorted(maps.Keys(timings)) {
+		t.Logf("%s: %s", name, timings[name].Round(100*time.Millisecond))
+	}
+	assertRunsAsShipped(t, pod, shippedOperator(t))
 
-	catalogRef := pushOperatorAndCatalog(t, s, container.Image)
+	// Both defects that once shipped ended the process within seconds of its start, and a
+	// third (no /tmp in the image) at its first restart; what fails later fails within the
+	// first resyncs.
+	time.Sleep(60 * time.Second)
+	var after corev1.Pod
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(pod), &after); err != nil {
+		t.Fatal(err)
+	}
+	logs := podLog(ctx, kubeClient(s), pod)
+	if restarts := restartCount(&after); restarts != 0 || !podReady(&after) {
+		t.Fatalf("after 60 s the operator pod has %d restarts, Ready=%v; log:\n%s", restarts, podReady(&after), tailLines(logs, 30))
+	}
+	if line := firstLineWith(logs, "forbidden"); line != "" {
+		t.Errorf("the operator was refused by the API server: %s", line)
+	}
+	took := deployDriver(ctx, t, s, pod)
+	t.Logf("ClusterCSIDriver -> driver pods created on the node: %s", took.Round(100*time.Millisecond))
+}
+
+// installFromOperatorHub pushes the tree's operator and certified catalog images, creates the
+// CatalogSource and the Subscription an admin creates from OperatorHub, and waits for the
+// operator's pod to be Ready. It returns the pod and how long each stage took.
+func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack) (*corev1.Pod, map[string]time.Duration) {
+	tb.Helper()
+	c, ns := s.Client, testbed.OperatorsNamespace
+	shipped := shippedOperator(tb)
+	timings := map[string]time.Duration{}
+	catalogRef := pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image)
 	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it.
 	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	begin := time.Now()
 	if err := s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, certifiedSource, catalogRef); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Logf("catalog image -> CatalogSource READY: %s", time.Since(begin).Round(100*time.Millisecond))
+	timings["catalog image -> CatalogSource READY"] = time.Since(begin)
 
 	begin = time.Now()
 	if err := c.Create(ctx, &operatorsv1alpha1.Subscription{
@@ -123,67 +136,56 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 			CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
 		},
 	}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV)); err != nil {
-		t.Fatal(err)
+	csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certifiedHeadCSV}}
+	if err := testutil.Eventually(ctx, "CSV "+csv.Name+" created", func(ctx context.Context) error {
+		return c.Get(ctx, client.ObjectKeyFromObject(csv), csv)
+	}); err != nil {
+		tb.Fatal(err)
 	}
+	created := time.Now()
+	timings["Subscription -> CSV created"] = created.Sub(begin)
 	if err := testbed.WaitForCSV(ctx, c, ns, certifiedHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	pod := operatorPod(ctx, t, c, ns, shipped)
-	t.Logf("Subscription -> CSV Succeeded, operator pod %s Ready: %s", pod.Name, time.Since(begin).Round(100*time.Millisecond))
-	assertRunsAsShipped(t, pod, shipped)
+	pod := operatorPod(ctx, tb, c, ns, shipped)
+	timings["CSV created -> operator pod Ready"] = time.Since(created)
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV)); err != nil {
+		tb.Fatal(err)
+	}
+	return pod, timings
+}
 
-	// Both defects that once shipped ended the process within seconds of its start; what fails
-	// later fails within the first resyncs.
-	clientset := kubernetes.NewForConfigOrDie(s.Config)
-	time.Sleep(60 * time.Second)
-	var after corev1.Pod
-	if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &after); err != nil {
-		t.Fatal(err)
-	}
-	logs, err := clientset.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if restarts := restartCount(&after); restarts != 0 || !podReady(&after) {
-		t.Fatalf("after 60 s the operator pod has %d restarts, Ready=%v; log:\n%s", restarts, podReady(&after), tailLines(string(logs), 30))
-	}
-	if line := firstLineWith(string(logs), "forbidden"); line != "" {
-		t.Errorf("the operator was refused by the API server: %s", line)
-	}
-
-	begin = time.Now()
+// deployDriver creates the ClusterCSIDriver and waits until the operator running in pod has
+// created the driver's Deployment and DaemonSet and their pods are placed on the real node.
+func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator *corev1.Pod) time.Duration {
+	tb.Helper()
+	c := s.Client
+	begin := time.Now()
 	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
 		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
 	}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	driverNS := pod.Namespace
-	for _, w := range []struct {
-		kind string
-		obj  client.Object
-	}{
-		{"Deployment", &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.ControllerDeployment}}},
-		{"DaemonSet", &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.NodeDaemonSet}}},
-	} {
-		if err := testutil.Eventually(ctx, w.kind+" "+w.obj.GetName(), func(ctx context.Context) error {
-			return c.Get(ctx, client.ObjectKeyFromObject(w.obj), w.obj)
-		}); err != nil {
-			t.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, clientset, pod), 30))
+	driverNS := operator.Namespace
+	err := testutil.Eventually(ctx, "driver pods on "+testbed.RealNodeName, func(ctx context.Context) error {
+		for _, obj := range []client.Object{
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.ControllerDeployment}},
+			&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.NodeDaemonSet}},
+		} {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
 		}
-	}
-	t.Logf("ClusterCSIDriver -> driver Deployment and DaemonSet: %s", time.Since(begin).Round(100*time.Millisecond))
-	if err := testutil.Eventually(ctx, "driver pods on "+testbed.RealNodeName, func(ctx context.Context) error {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(driverNS)); err != nil {
 			return err
 		}
 		var onNode []string
 		for _, p := range pods.Items {
-			if p.Spec.NodeName == testbed.RealNodeName && strings.HasPrefix(p.Name, "efs-csi-") {
+			if p.Spec.NodeName == testbed.RealNodeName && (strings.HasPrefix(p.Name, efs.ControllerDeployment+"-") || strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-")) {
 				onNode = append(onNode, p.Name)
 			}
 		}
@@ -191,13 +193,15 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 			return fmt.Errorf("driver pods on the node: %v", onNode)
 		}
 		return nil
-	}); err != nil {
-		t.Fatal(err)
+	})
+	if err != nil {
+		tb.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), operator), 30))
 	}
+	return time.Since(begin)
 }
 
 // operatorPod waits for the one pod of the CSV's operator Deployment to be Ready.
-func operatorPod(ctx context.Context, t *testing.T, c client.Client, ns string, shipped operatorsv1alpha1.StrategyDeploymentSpec) *corev1.Pod {
+func operatorPod(ctx context.Context, t testing.TB, c client.Client, ns string, shipped operatorsv1alpha1.StrategyDeploymentSpec) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	if err := testutil.Eventually(ctx, "the operator pod Ready", func(ctx context.Context) error {
@@ -268,6 +272,10 @@ func restartCount(p *corev1.Pod) int32 {
 		n += s.RestartCount
 	}
 	return n
+}
+
+func kubeClient(s *testbed.Stack) kubernetes.Interface {
+	return kubernetes.NewForConfigOrDie(s.Config)
 }
 
 func podLog(ctx context.Context, clientset kubernetes.Interface, pod *corev1.Pod) string {

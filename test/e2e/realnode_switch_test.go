@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/test/fixture"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+// communityCSVFile is the community operator's head CSV as the field has it.
+var communityCSVFile = filepath.Join("..", "..", "bundle", efsPackage, "0.0.8", "manifests", communityHeadCSV+".clusterserviceversion.yaml")
+
+// pushStandIn pushes, under ref, an image that runs the pause binary: as its entrypoint, and
+// under every command name given, so a pod that runs one of those commands stays up. It stands
+// in for images of other projects that are not built here.
+func pushStandIn(t testing.TB, s *testbed.Stack, ref string, commands ...string) {
+	t.Helper()
+	pause, err := os.ReadFile(s.Tools().Pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	platform, err := build.StaticPlatform("pause", pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []build.File{{Path: "/pause", Mode: 0o755, Data: pause}}
+	for _, c := range commands {
+		files = append(files, build.File{Path: "/bin/" + c, Mode: 0o755, Data: pause})
+	}
+	layer, err := build.Layer(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := build.Image(nil, build.Config{Entrypoint: []string{"/pause"}, User: "65532", Platform: platform}, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RegistryClient().Push(context.Background(), ref, img); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// communityOperator is the container of the community CSV's operator Deployment.
+func communityOperator(t testing.TB) corev1.Container {
+	t.Helper()
+	raw, err := os.ReadFile(communityCSVFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	if err := yaml.Unmarshal(raw, &csv); err != nil {
+		t.Fatal(err)
+	}
+	return csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
+}
+
+// TestSourceSwitchOnRealNode is the community user's upgrade on a real node: the community
+// operator installed from the community catalog image (its pod runs a stand-in of the community
+// image, which is not built here) with the driver it deployed running on the node, then only the
+// Subscription's source switched to the certified catalog image. OLM must replace the CSV with
+// the supported operator, whose pod runs from its image as the CSV ships it, and which adopts
+// the running driver in place for the ClusterCSIDriver.
+func TestSourceSwitchOnRealNode(t *testing.T) {
+	stopRealNode() // a new cluster: a Subscription of another flow would stand in the way
+	s := startRealNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c, ns := s.Client, testbed.OperatorsNamespace
+
+	shipped := shippedOperator(t)
+	certifiedRef := pushOperatorAndCatalog(t, s, shipped.Spec.Template.Spec.Containers[0].Image)
+	communityRef, err := s.PushCatalogImage(ctx, "community-catalog", filepath.Join("..", "..", "catalog", "community"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	community := communityOperator(t)
+	pushStandIn(t, s, community.Image, community.Command...)
+	for _, ref := range fixture.CommunityDriverImages {
+		pushStandIn(t, s, ref)
+	}
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, ref := range map[string]string{communitySource: communityRef, certifiedSource: certifiedRef} {
+		if err := s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, name, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &olmFixture{stack: s}
+	f.installCommunity(ctx, t)
+	objects, err := fixture.CommunityDriver(ctx, c, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := objects[len(objects)-1].(*appsv1.DaemonSet)
+	uid := ds.UID
+
+	begin := time.Now()
+	if err := f.switchSource(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV)); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WaitForCSV(ctx, c, ns, certifiedHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+		t.Fatal(err)
+	}
+	pod := operatorPod(ctx, t, c, ns, shipped)
+	assertRunsAsShipped(t, pod, shipped)
+	t.Logf("source switch -> supported operator pod Ready: %s", time.Since(begin).Round(100*time.Millisecond))
+
+	begin = time.Now()
+	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
+		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
+		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	driverImage := envOf(shipped.Spec.Template.Spec.Containers[0], efs.DriverImageEnv)
+	if err := testutil.Eventually(ctx, "the running DaemonSet adopted", func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
+			return err
+		}
+		if ds.UID != uid {
+			return fmt.Errorf("the DaemonSet was re-created: UID %s, was %s", ds.UID, uid)
+		}
+		if _, ok := ds.Labels[efs.CommunityOwnedLabel]; ok {
+			return fmt.Errorf("the DaemonSet still carries the community label")
+		}
+		if img := ds.Spec.Template.Spec.Containers[0].Image; img != driverImage {
+			return fmt.Errorf("the DaemonSet runs %s, not the CSV's driver %s", img, driverImage)
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), pod), 30))
+	}
+	t.Logf("ClusterCSIDriver -> the running driver adopted: %s", time.Since(begin).Round(100*time.Millisecond))
+}
+
+// envOf is the value of a container's environment variable, "" when it has none.
+func envOf(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
