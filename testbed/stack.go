@@ -88,7 +88,7 @@ type Stack struct {
 	// Options.Registry asked for one.
 	Registry string
 
-	opts  Options
+	opts Options
 	// host records what a real node changed on the host, for Stop to undo.
 	host *hostChanges
 	// netnsKubeconfig is the admin kubeconfig of components inside a real node's namespace;
@@ -97,7 +97,7 @@ type Stack struct {
 	nodeKubeconfigs map[string]string
 	nodeTokens      map[string]string
 	mu              sync.Mutex
-	procs []*process
+	procs           []*process
 	// Timings records how long each phase took to become ready.
 	Timings map[string]time.Duration
 }

@@ -18,7 +18,8 @@ import (
 type Up struct {
 	Home  string
 	Level string
-	// Node is kwok (a fake node) or real (a kubelet node in a network namespace of its own).
+	// Node is kwok (a fake node, also when empty) or real (a kubelet node in a network
+	// namespace of its own).
 	Node string
 	// Catalogs maps CatalogSource names to catalog directories to serve.
 	Catalogs map[string]string
@@ -59,7 +60,7 @@ func (u *Up) Run(ctx context.Context) error {
 	if len(u.Catalogs) > 0 && level < testbed.OLM {
 		return fmt.Errorf("catalogs need OLM: use --level olm")
 	}
-	if u.Node != "kwok" && u.Node != "real" {
+	if u.Node != "" && u.Node != "kwok" && u.Node != "real" {
 		return fmt.Errorf("unknown node %q: use kwok or real", u.Node)
 	}
 	stateFile := StateFile(u.Home)
