@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -15,14 +16,19 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
+	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -107,6 +113,83 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	}
 	took := deployDriver(ctx, t, s, pod)
 	t.Logf("ClusterCSIDriver -> driver pods created on the node: %s", took.Round(100*time.Millisecond))
+	uninstall(ctx, t, s, pod)
+}
+
+// uninstall removes the operator as an admin does, deleting its Subscription and CSV, and
+// checks that the driver it deployed stays exactly as it was (the same objects and pods), and
+// that the release verbs, which stand in for the gone operator, then work.
+func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod) {
+	t.Helper()
+	c, ns := s.Client, operator.Namespace
+	driverPods := func() map[string]types.UID {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		uids := map[string]types.UID{}
+		for _, p := range pods.Items {
+			if p.Name != operator.Name && p.DeletionTimestamp == nil {
+				uids[p.Name] = p.UID
+			}
+		}
+		return uids
+	}
+	driver := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}},
+	}
+	uids := map[string]types.UID{}
+	for _, o := range driver {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		uids[o.GetName()] = o.GetUID()
+	}
+	podsBefore := driverPods()
+
+	for _, o := range []client.Object{
+		&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efsPackage}},
+		&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certifiedHeadCSV}},
+	} {
+		if err := c.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := testutil.Eventually(ctx, "the operator's pod gone", func(ctx context.Context) error {
+		var p corev1.Pod
+		if err := c.Get(ctx, client.ObjectKeyFromObject(operator), &p); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range driver {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || o.GetUID() != uids[o.GetName()] || o.GetDeletionTimestamp() != nil {
+			t.Errorf("uninstalling the operator touched its driver's %s: %v", o.GetName(), err)
+		}
+	}
+	if after := driverPods(); !maps.Equal(after, podsBefore) {
+		t.Errorf("uninstalling the operator changed the driver's pods: %v, were %v", after, podsBefore)
+	}
+
+	var out bytes.Buffer
+	if err := (&releasefinalizer.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config}, Out: &out}).Run(ctx); err != nil {
+		t.Fatalf("release-finalizer after the uninstall: %v\n%s", err, out.String())
+	}
+	if err := (&releasesharedvolumes.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config}, Out: &out}).Run(ctx); err != nil {
+		t.Fatalf("release-sharedvolumes after the uninstall: %v\n%s", err, out.String())
+	}
+	var cr operatorv1.ClusterCSIDriver
+	if err := c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &cr); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cr.Finalizers {
+		if strings.HasPrefix(f, efs.FinalizerPrefix) {
+			t.Errorf("release-finalizer left the operator's finalizer %s", f)
+		}
+	}
 }
 
 // installFromOperatorHub pushes the tree's operator and certified catalog images, creates the
