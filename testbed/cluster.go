@@ -120,9 +120,14 @@ func (s *Stack) startKwok(ctx context.Context) error {
 	if err := s.Client.Create(ctx, fakeNode()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("registering node %s: %w", NodeName, err)
 	}
-	return poll(ctx, kwok, "node "+NodeName+" Ready", func(ctx context.Context) error {
+	return s.waitNodeReady(ctx, kwok, NodeName)
+}
+
+// waitNodeReady waits until a node reports Ready, or the process that runs it dies.
+func (s *Stack) waitNodeReady(ctx context.Context, p *process, name string) error {
+	return poll(ctx, p, "node "+name+" Ready", func(ctx context.Context) error {
 		var node corev1.Node
-		if err := s.Client.Get(ctx, client.ObjectKey{Name: NodeName}, &node); err != nil {
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: name}, &node); err != nil {
 			return err
 		}
 		for _, c := range node.Status.Conditions {
@@ -130,7 +135,7 @@ func (s *Stack) startKwok(ctx context.Context) error {
 				return nil
 			}
 		}
-		return fmt.Errorf("node %s is not Ready", NodeName)
+		return fmt.Errorf("node %s is not Ready", name)
 	})
 }
 

@@ -47,8 +47,10 @@ type hostChanges struct {
 	Created []string `json:"created,omitempty"`
 	// RuncRoot is where runc keeps the state of the node's containers.
 	RuncRoot string `json:"runcRoot,omitempty"`
-	// Keeper is the PID of the node's containerd; while it runs with the stack's marker the
-	// node is in use, after that its changes are abandoned and may be undone.
+	// Owner is the PID of the process that starts the node, Keeper that of the node's
+	// containerd. While either runs (the owner starting the node, containerd with the stack's
+	// marker) the node is in use; after that its changes are abandoned and may be undone.
+	Owner  int `json:"owner"`
 	Keeper int `json:"keeper,omitempty"`
 
 	path string
@@ -94,25 +96,13 @@ func readHostChanges() (*hostChanges, error) {
 	return &h, nil
 }
 
-// inUse reports whether the node the record describes still runs.
+// inUse reports whether the node the record describes still runs, or is being started by
+// another process.
 func (h *hostChanges) inUse() bool {
-	return h.Keeper > 0 && alive(h.Keeper) && hasMarker(h.Keeper, h.Dir)
-}
-
-// setSysctl records a host sysctl's value, then sets it.
-func (h *hostChanges) setSysctl(name, value string) error {
-	path := "/proc/sys/" + strings.ReplaceAll(name, ".", "/")
-	old, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("reading sysctl %s: %w", name, err)
+	if h.Keeper > 0 && alive(h.Keeper) && hasMarker(h.Keeper, h.Dir) {
+		return true
 	}
-	if _, ok := h.Sysctls[path]; !ok {
-		h.Sysctls[path] = strings.TrimSpace(string(old))
-		if err := h.save(); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(path, []byte(value), 0o644)
+	return h.Keeper == 0 && h.Owner > 0 && h.Owner != os.Getpid() && alive(h.Owner)
 }
 
 // recordSysctls remembers sysctls that a component (kubelet) sets itself.

@@ -138,7 +138,7 @@ func UndoAbandonedNode(logf func(string, ...any)) error {
 		return err
 	}
 	if old.inUse() {
-		return fmt.Errorf("a real node is already running on this machine (stack %s, containerd pid %d): one machine runs one, because CSI node plugins use kubelet's fixed host paths; stop it first (`csi-olm dev down`)", old.Dir, old.Keeper)
+		return fmt.Errorf("a real node is already running on this machine (stack %s, started by pid %d): one machine runs one, because CSI node plugins use kubelet's fixed host paths; stop it first (`csi-olm dev down`)", old.Dir, old.Owner)
 	}
 	logf("undoing the host changes of an abandoned real node (stack %s)", old.Dir)
 	return old.undo()
@@ -161,7 +161,7 @@ func (s *Stack) prepareRealNode(ctx context.Context) error {
 	suffix := hex.EncodeToString(id)
 	_, err := os.Stat("/run/netns")
 	h := &hostChanges{
-		Dir: s.Dir, Netns: "csi-olm-" + suffix, HostNetns: "csi-olm-host-" + suffix,
+		Dir: s.Dir, Owner: os.Getpid(), Netns: "csi-olm-" + suffix, HostNetns: "csi-olm-host-" + suffix,
 		RunNetnsCreated: errors.Is(err, fs.ErrNotExist), RunNetnsWasMount: isMountPoint("/run/netns"), NetnsBefore: netnsEntries(),
 		Sysctls: map[string]string{}, RuncRoot: filepath.Join(s.Dir, "runc"), path: hostChangesPath(),
 	}
@@ -250,8 +250,8 @@ func (s *Stack) startWithClusterDNS(name string, env []string, bin string, args 
 	return s.startInNetns(name, env, "unshare", wrapped...)
 }
 
-// nodeCredentials are the tokens of the real node's components, written into tokens.csv with
-// the admin's.
+// nodeIdentities are the users (and their group) of the real node's components, whose tokens
+// are written into tokens.csv with the admin's.
 func nodeIdentities() map[string]string {
 	return map[string]string{
 		"system:node:" + RealNodeName: "system:nodes",
@@ -284,18 +284,7 @@ func (s *Stack) startRealNode(ctx context.Context) error {
 	if err := s.startKubeProxy(ctx); err != nil {
 		return err
 	}
-	if err := poll(ctx, kubelet, "node "+RealNodeName+" Ready", func(ctx context.Context) error {
-		var node corev1.Node
-		if err := s.Client.Get(ctx, client.ObjectKey{Name: RealNodeName}, &node); err != nil {
-			return err
-		}
-		for _, c := range node.Status.Conditions {
-			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		return fmt.Errorf("node %s is not Ready", RealNodeName)
-	}); err != nil {
+	if err := s.waitNodeReady(ctx, kubelet, RealNodeName); err != nil {
 		return err
 	}
 	// Roles kubelet may not give itself: the node is worker and control plane, so operators

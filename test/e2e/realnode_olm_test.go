@@ -37,11 +37,10 @@ import (
 var certifiedCSVFile = filepath.Join("..", "..", "bundle", efsPackage, strings.TrimPrefix(certifiedHeadCSV, "aws-efs-csi-driver-operator.v"),
 	"manifests", certifiedHeadCSV+".clusterserviceversion.yaml")
 
-// shippedOperator is the operator Deployment of the newest CSV: its image is what the test
-// pushes the tree's operator image as, and its pod is what OLM must run unchanged.
-func shippedOperator(t testing.TB) operatorsv1alpha1.StrategyDeploymentSpec {
+// csvDeployment is the only operator Deployment of a committed CSV, with its only container.
+func csvDeployment(t testing.TB, file string) operatorsv1alpha1.StrategyDeploymentSpec {
 	t.Helper()
-	raw, err := os.ReadFile(certifiedCSVFile)
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +50,16 @@ func shippedOperator(t testing.TB) operatorsv1alpha1.StrategyDeploymentSpec {
 	}
 	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
 	if len(specs) != 1 || len(specs[0].Spec.Template.Spec.Containers) != 1 {
-		t.Fatalf("%s has %d deployments; this test follows the only container of the only one", certifiedCSVFile, len(specs))
+		t.Fatalf("%s has %d deployments; the tests follow the only container of the only one", file, len(specs))
 	}
 	return specs[0]
+}
+
+// shippedOperator is the operator Deployment of the newest CSV: its image is what the test
+// pushes the tree's operator image as, and its pod is what OLM must run unchanged.
+func shippedOperator(t testing.TB) operatorsv1alpha1.StrategyDeploymentSpec {
+	t.Helper()
+	return csvDeployment(t, certifiedCSVFile)
 }
 
 // pushOperatorAndCatalog builds the tree's operator image and certified catalog image and

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -60,15 +59,7 @@ func pushStandIn(t testing.TB, s *testbed.Stack, ref string, commands ...string)
 // communityOperator is the container of the community CSV's operator Deployment.
 func communityOperator(t testing.TB) corev1.Container {
 	t.Helper()
-	raw, err := os.ReadFile(communityCSVFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var csv operatorsv1alpha1.ClusterServiceVersion
-	if err := yaml.Unmarshal(raw, &csv); err != nil {
-		t.Fatal(err)
-	}
-	return csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec.Template.Spec.Containers[0]
+	return csvDeployment(t, communityCSVFile).Spec.Template.Spec.Containers[0]
 }
 
 // TestSourceSwitchOnRealNode is the community user's upgrade on a real node: the community

@@ -147,6 +147,14 @@ func TestRealNode(t *testing.T) {
 		}
 	}
 
+	// One real node per machine: a second is refused, and the first keeps running.
+	if second, err := testbed.Start(ctx, realNodeOptions(t, testbed.Full, t.TempDir())); err == nil || !strings.Contains(err.Error(), "a real node is already running on this machine") {
+		if second != nil {
+			second.Stop()
+		}
+		t.Errorf("a second real node: %v, want a refusal", err)
+	}
+
 	const ref = "quay.io/csi-olm-test/netprobe:e2e"
 	pushBinaryImage(t, s, ref, testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/test/e2e/netprobe", "amd64"))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "realnode-probe"}}
