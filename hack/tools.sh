@@ -49,6 +49,9 @@ kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-pr
 tmps=()
 cleanup() { [[ ${#tmps[@]} -eq 0 ]] || rm -rf "${tmps[@]}"; }
 trap cleanup EXIT
+# A signal ends the script through exit, so the EXIT trap removes what a killed build left.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 # mktmp NAME: creates a temporary directory in the cache and sets tmp to it.
 mktmp() {
 	mkdir -p "$cache"
