@@ -175,10 +175,7 @@ func (s *Stack) prepareRealNode(ctx context.Context) error {
 	if err := h.mkdirRecorded(kubeletRoot); err != nil {
 		return err
 	}
-	if err := s.createNetns(ctx); err != nil {
-		return err
-	}
-	return nil
+	return s.createNetns(ctx)
 }
 
 // createNetns creates the namespace, its bridge with the node address, and the forwarder that
@@ -633,19 +630,33 @@ func (s *Stack) pushPause(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the pause binary: %w", err)
 	}
-	platform, err := build.StaticPlatform("the pause binary", binary)
+	return s.PushBinaryImage(ctx, PauseImage, binary, "/pause")
+}
+
+// PushBinaryImage pushes, under ref, an image holding one statically linked binary at each of
+// paths, run from the first as a non-root user: what the real node's pause image, test probes
+// and stand-ins for other projects' images need.
+func (s *Stack) PushBinaryImage(ctx context.Context, ref string, binary []byte, paths ...string) error {
+	if len(paths) == 0 {
+		return fmt.Errorf("image %s: no path for the binary", ref)
+	}
+	platform, err := build.StaticPlatform("the binary of "+ref, binary)
 	if err != nil {
 		return err
 	}
-	layer, err := build.Layer([]build.File{{Path: "/pause", Mode: 0o755, Data: binary}})
-	if err != nil {
-		return err
+	files := make([]build.File, 0, len(paths))
+	for _, p := range paths {
+		files = append(files, build.File{Path: p, Mode: 0o755, Data: binary})
 	}
-	img, err := build.Image(nil, build.Config{Entrypoint: []string{"/pause"}, User: "65535", Platform: platform}, layer)
+	layer, err := build.Layer(files)
 	if err != nil {
-		return err
+		return fmt.Errorf("image %s: %w", ref, err)
 	}
-	_, err = s.RegistryClient().Push(ctx, PauseImage, img)
+	img, err := build.Image(nil, build.Config{Entrypoint: paths[:1], User: "65532", Platform: platform}, layer)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", ref, err)
+	}
+	_, err = s.RegistryClient().Push(ctx, ref, img)
 	return err
 }
 

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -35,23 +34,11 @@ func pushStandIn(t testing.TB, s *testbed.Stack, ref string, commands ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	platform, err := build.StaticPlatform("pause", pause)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := []build.File{{Path: "/pause", Mode: 0o755, Data: pause}}
+	paths := []string{"/pause"}
 	for _, c := range commands {
-		files = append(files, build.File{Path: "/bin/" + c, Mode: 0o755, Data: pause})
+		paths = append(paths, "/bin/"+c)
 	}
-	layer, err := build.Layer(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := build.Image(nil, build.Config{Entrypoint: []string{"/pause"}, User: "65532", Platform: platform}, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RegistryClient().Push(context.Background(), ref, img); err != nil {
+	if err := s.PushBinaryImage(context.Background(), ref, pause, paths...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -90,30 +89,6 @@ func stopRealNode() {
 	}
 }
 
-// pushBinaryImage pushes an image holding one statically linked binary as its entrypoint.
-func pushBinaryImage(t *testing.T, s *testbed.Stack, ref, binary string) {
-	t.Helper()
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	platform, err := build.StaticPlatform(binary, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layer, err := build.Layer([]build.File{{Path: "/bin/" + filepath.Base(binary), Mode: 0o755, Data: data}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := build.Image(nil, build.Config{Entrypoint: []string{"/bin/" + filepath.Base(binary)}, User: "65532", Platform: platform}, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.RegistryClient().Push(context.Background(), ref, img); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRealNode proves the node: Ready, contained (no route out of its namespace, a pod's
 // connection outside fails at once), and running a pod from the stack's registry that reaches
 // the API server through the kubernetes Service and cluster DNS, with its log read back through
@@ -156,7 +131,13 @@ func TestRealNode(t *testing.T) {
 	}
 
 	const ref = "quay.io/csi-olm-test/netprobe:e2e"
-	pushBinaryImage(t, s, ref, testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/test/e2e/netprobe", "amd64"))
+	probe, err := os.ReadFile(testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/test/e2e/netprobe", "amd64"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PushBinaryImage(ctx, ref, probe, "/bin/netprobe"); err != nil {
+		t.Fatal(err)
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "realnode-probe"}}
 	if err := s.Client.Create(ctx, ns); err != nil {
 		t.Fatal(err)
