@@ -140,7 +140,7 @@ efs-utils-base: image-builder ## Build the efs-utils base image of the EFS CSI d
 	hack/build-efs-utils-base.sh
 
 .PHONY: tools
-tools: ## Build the pinned tools (opm, controller-gen, kube binaries with kubelet and kube-proxy, pause, etcd, kwok, OLM, registry, CoreDNS, grpc_health_probe) into $(TOOLS_DIR)
+tools: ## Build the pinned tools (opm, controller-gen, kube binaries with kubelet and kube-proxy, pause, etcd, kwok, OLM, registry, CoreDNS, grpc_health_probe, csi-provisioner, kube-rbac-proxy) into $(TOOLS_DIR)
 	@hack/tools.sh all >/dev/null
 
 .PHONY: generate

@@ -22,6 +22,10 @@
 #   grpc_health_probe                        grpc_health_probe_version below: the probe OLM's
 #                                            registry pods run, carried by the catalog images
 #   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod)
+#   csi-provisioner, kube-rbac-proxy         provisioner_version and kube_rbac_proxy_version
+#                                            below: the real sidecars of the EFS controller pod,
+#                                            which the real node runs (each built inside its own
+#                                            go.mod, like OLM)
 #   openshift-crds                           this module's github.com/openshift/api (prints the
 #                                            module's directory; the test bed reads its CRDs)
 # The cache is keyed by tool and version: a second run builds nothing (existence checks only), and
@@ -37,11 +41,17 @@ coredns_version=v1.14.7
 grpc_health_probe_version=v0.4.61
 olm_version=v0.46.0
 olm_module=github.com/operator-framework/operator-lifecycle-manager
+provisioner_version=v5.3.0
+provisioner_module=github.com/kubernetes-csi/external-provisioner/v5
+# The newest release the Go module proxy serves; the EFS definition names v0.20.0 (README.md#the-real-node).
+kube_rbac_proxy_version=v0.19.1
+kube_rbac_proxy_module=github.com/brancz/kube-rbac-proxy
 
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
 all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
-	pause etcd kwok kwok-crds olm catalog olm-crds openshift-crds registry)
+	pause etcd kwok kwok-crds olm catalog olm-crds openshift-crds registry coredns grpc_health_probe
+	csi-provisioner kube-rbac-proxy)
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
@@ -178,26 +188,33 @@ build_kwok() {
 	esac
 }
 
+# module_copy MODULE VERSION: sets src to a writable copy of MODULE@VERSION in a new $tmp. Some
+# modules only build inside their own go.mod, with its replace lines (docs/architecture.md#the-test-bed),
+# which `go install pkg@version` refuses; they build in such a copy with -mod=mod.
+module_copy() {
+	local dir
+	mktmp "$(basename "$1")"
+	# Outside any module, so this module's go.mod/go.sum are never touched.
+	dir=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$1@$2" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+	[[ -n $dir && -d $dir ]] || {
+		echo "hack/tools.sh: cannot download $1@$2" >&2
+		return 1
+	}
+	src="$tmp/src"
+	cp -R "$dir" "$src"
+	chmod -R u+w "$src"
+}
+
 # build_olm NAME: OLM's olm or catalog binary, or olm-crds (the directory of OLM's CRDs), at
-# olm_version. OLM only builds inside its own go.mod (docs/architecture.md#the-test-bed): copy the module out of the
-# module cache, make it writable, and build there with -mod=mod. (-tags json1 as OLM's Makefile.)
+# olm_version, built in a module_copy (-tags json1 as OLM's Makefile).
 build_olm() {
 	local v=$olm_version
-	local crds="$cache/olm/$v/crds" tmp src dir
+	local crds="$cache/olm/$v/crds" tmp src
 	if [[ ! -x $cache/olm/$v/olm || ! -x $cache/catalog/$v/catalog || ! -d $crds ]]; then
 		echo "building olm, catalog $v and copying CRDs into $cache/<tool>/$v/" >&2
 		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
-		mktmp olm
-		# Outside any module, so this module's go.mod/go.sum are never touched.
-		dir=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$olm_module@$v" |
-			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-		[[ -n $dir && -d $dir ]] || {
-			echo "hack/tools.sh: cannot download $olm_module@$v" >&2
-			return 1
-		}
-		src="$tmp/src"
-		cp -R "$dir" "$src"
-		chmod -R u+w "$src"
+		module_copy "$olm_module" "$v"
 		(cd "$src" && GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build -tags json1 \
 			-ldflags "-X $olm_module/pkg/version.OLMVersion=$v" -o "$tmp/bin/" ./cmd/olm ./cmd/catalog)
 		mkdir -p "$cache/olm/$v" "$cache/catalog/$v" "$tmp/crds"
@@ -212,6 +229,21 @@ build_olm() {
 	catalog) echo "$cache/catalog/$v/catalog" ;;
 	olm-crds) echo "$crds" ;;
 	esac
+}
+
+# build_in_copy NAME MODULE VERSION PACKAGE [ldflags]: one static binary built in a module_copy of
+# MODULE@VERSION, so that an image may carry it.
+build_in_copy() {
+	local name=$1 module=$2 version=$3 pkg=$4 ldflags=${5:-} out="$cache/$1/$3/$1" tmp src
+	if [[ ! -x $out ]]; then
+		echo "building $name $version into $out" >&2
+		module_copy "$module" "$version"
+		(cd "$src" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build -ldflags "$ldflags" \
+			-o "$tmp/$name" "$pkg")
+		mkdir -p "$(dirname "$out")"
+		mv -f "$tmp/$name" "$out"
+	fi
+	echo "$out"
 }
 
 # go_install NAME PACKAGE VERSION: a tool with `go install PACKAGE@VERSION`, so exactly its own
@@ -252,6 +284,14 @@ tool() {
 	olm | catalog | olm-crds) build_olm "$1" ;;
 	registry) go_install registry "$registry_module/cmd/registry" "$registry_version" ;;
 	coredns) go_install coredns github.com/coredns/coredns "$coredns_version" ;;
+	csi-provisioner)
+		build_in_copy csi-provisioner "$provisioner_module" "$provisioner_version" ./cmd/csi-provisioner \
+			"-X main.version=$provisioner_version"
+		;;
+	kube-rbac-proxy)
+		build_in_copy kube-rbac-proxy "$kube_rbac_proxy_module" "$kube_rbac_proxy_version" ./cmd/kube-rbac-proxy \
+			"-X k8s.io/component-base/version.gitVersion=$kube_rbac_proxy_version"
+		;;
 	grpc_health_probe) go_install grpc_health_probe github.com/grpc-ecosystem/grpc-health-probe "$grpc_health_probe_version" ;;
 	openshift-crds)
 		local v dir

@@ -3,7 +3,6 @@ package operator_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,17 +38,6 @@ type operatorProcess struct {
 func (p *operatorProcess) output() string {
 	raw, _ := os.ReadFile(p.log)
 	return string(raw)
-}
-
-// freeLoopbackAddr returns a loopback address nothing listens on right now.
-func freeLoopbackAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // startOperatorProcess runs the operator binary with args and with env as its only environment
@@ -92,7 +80,7 @@ func (h *harness) startOperatorAsAdmin(bin string) *operatorProcess {
 		env = append(env, name+"="+image)
 	}
 	return h.startOperatorProcess(bin, []string{"start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
-		"--listen", freeLoopbackAddr(h.t), "--disable-leader-election"}, env)
+		"--listen", testutil.FreeLoopbackAddr(h.t), "--disable-leader-election"}, env)
 }
 
 // TestRestartMidInstallConverges kills the operator process while it installs the driver and

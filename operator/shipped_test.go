@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -92,7 +93,7 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	kubeconfig := writeKubeconfig(t, h.grantBundlePermissions(ctx))
 	args, env := shippedCommand(t)
 
-	p := h.startOperatorProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", freeLoopbackAddr(t)), env)
+	p := h.startOperatorProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", testutil.FreeLoopbackAddr(t)), env)
 	alive := func(what string) {
 		t.Helper()
 		select {

@@ -19,6 +19,10 @@ type OpenShiftOptions struct {
 	CredentialsMode operatorv1.CloudCredentialsMode
 	// SingleNode makes the control plane topology SingleReplica.
 	SingleNode bool
+	// Controllers runs, in the calling process until the stack stops, stand-ins for the service
+	// CA and cloud-credential operators (openshiftcontrollers.go): the Secrets they write are
+	// what the driver's pods mount on a real node.
+	Controllers bool
 }
 
 // InstallOpenShift gives a plain API server what every OpenShift cluster has and what
@@ -58,6 +62,10 @@ func (s *Stack) InstallOpenShift(ctx context.Context, opts OpenShiftOptions) err
 			return fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}
+	// Read back: on a second install the Create above found the object and set nothing.
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(infra), infra); err != nil {
+		return fmt.Errorf("reading the Infrastructure: %w", err)
+	}
 	infra.Status = configv1.InfrastructureStatus{
 		InfrastructureName:     "testbed-" + NodeName,
 		ControlPlaneTopology:   topology,
@@ -69,6 +77,9 @@ func (s *Stack) InstallOpenShift(ctx context.Context, opts OpenShiftOptions) err
 	}
 	if err := s.Client.Status().Update(ctx, infra); err != nil {
 		return fmt.Errorf("setting the Infrastructure status: %w", err)
+	}
+	if opts.Controllers {
+		return s.runOpenShiftControllers(s.background)
 	}
 	return nil
 }

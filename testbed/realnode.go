@@ -563,7 +563,7 @@ func (s *Stack) writeKubeletCredentials() (certFile, keyFile string, err error) 
 	if err != nil {
 		return "", "", err
 	}
-	if err := ca.writeCA(filepath.Join(s.Dir, "kubelet-client-ca.crt")); err != nil {
+	if err := os.WriteFile(filepath.Join(s.Dir, "kubelet-client-ca.crt"), ca.pem(), 0o600); err != nil {
 		return "", "", err
 	}
 	return ca.writeClient(s.Dir, "apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters")
@@ -630,33 +630,46 @@ func (s *Stack) pushPause(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the pause binary: %w", err)
 	}
-	return s.PushBinaryImage(ctx, PauseImage, binary, "/pause")
+	return s.PushBinaryImage(ctx, PauseImage, BinaryImage{Binary: binary, Paths: []string{"/pause"}})
 }
 
-// PushBinaryImage pushes, under ref, an image holding one statically linked binary at each of
-// paths, run from the first as a non-root user: what the real node's pause image, test probes
-// and stand-ins for other projects' images need.
-func (s *Stack) PushBinaryImage(ctx context.Context, ref string, binary []byte, paths ...string) error {
-	if len(paths) == 0 {
+// BinaryImage is an image holding one statically linked binary: what the real node's pause
+// image, test probes and stand-ins for other projects' images need.
+type BinaryImage struct {
+	Binary []byte
+	// Paths are where the image holds the binary; it runs from the first.
+	Paths []string
+	// Root runs it as root, as the upstream images of CSI drivers and most sidecars do; it runs
+	// as a non-root user otherwise.
+	Root bool
+}
+
+// PushBinaryImage pushes img under ref.
+func (s *Stack) PushBinaryImage(ctx context.Context, ref string, img BinaryImage) error {
+	if len(img.Paths) == 0 {
 		return fmt.Errorf("image %s: no path for the binary", ref)
 	}
-	platform, err := build.StaticPlatform("the binary of "+ref, binary)
+	platform, err := build.StaticPlatform("the binary of "+ref, img.Binary)
 	if err != nil {
 		return err
 	}
-	files := make([]build.File, 0, len(paths))
-	for _, p := range paths {
-		files = append(files, build.File{Path: p, Mode: 0o755, Data: binary})
+	files := make([]build.File, 0, len(img.Paths))
+	for _, p := range img.Paths {
+		files = append(files, build.File{Path: p, Mode: 0o755, Data: img.Binary})
 	}
 	layer, err := build.Layer(files)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", ref, err)
 	}
-	img, err := build.Image(nil, build.Config{Entrypoint: paths[:1], User: "65532", Platform: platform}, layer)
+	user := "65532"
+	if img.Root {
+		user = "0"
+	}
+	built, err := build.Image(nil, build.Config{Entrypoint: img.Paths[:1], User: user, Platform: platform}, layer)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", ref, err)
 	}
-	_, err = s.RegistryClient().Push(ctx, ref, img)
+	_, err = s.RegistryClient().Push(ctx, ref, built)
 	return err
 }
 

@@ -98,6 +98,11 @@ type Stack struct {
 	nodeTokens      map[string]string
 	mu              sync.Mutex
 	procs           []*process
+	// background ends at Stop: what the stack runs in the calling process lives until then.
+	background     context.Context
+	stopBackground context.CancelFunc
+	// controllersRunning says the OpenShift controller stand-ins run (openshiftcontrollers.go).
+	controllersRunning bool
 	// Timings records how long each phase took to become ready.
 	Timings map[string]time.Duration
 }
@@ -141,6 +146,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		return nil, err
 	}
 	s = &Stack{Level: opts.Level, Dir: dir, opts: opts, Timings: map[string]time.Duration{}}
+	s.background, s.stopBackground = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
 			s.Stop()
@@ -424,6 +430,7 @@ func httpOK(ctx context.Context, c *http.Client, url, token string) error {
 // Stop kills every process of the stack, newest first, so etcd goes last. It is safe to call
 // more than once.
 func (s *Stack) Stop() {
+	s.stopBackground()
 	stopAll(s.Processes())
 	if s.host != nil {
 		if err := s.host.undo(); err != nil {

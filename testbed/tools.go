@@ -19,6 +19,9 @@ type Tools struct {
 	Kubelet, KubeProxy, Pause, CoreDNS string
 	// GRPCHealthProbe is the probe OLM's registry pods run; catalog images carry it.
 	GRPCHealthProbe string
+	// CSIProvisioner and KubeRBACProxy are real sidecars of the EFS controller pod, which tests
+	// push as images for the real node to run.
+	CSIProvisioner, KubeRBACProxy string
 	// KwokCRDs, OLMCRDs and OpenShiftCRDs are directories of CRD manifests.
 	KwokCRDs, OLMCRDs, OpenShiftCRDs string
 }
@@ -31,6 +34,7 @@ func (t *Tools) toolNames() map[string]*string {
 		"kwok-crds": &t.KwokCRDs, "olm-crds": &t.OLMCRDs, "openshift-crds": &t.OpenShiftCRDs,
 		"registry": &t.Registry, "kubelet": &t.Kubelet, "kube-proxy": &t.KubeProxy, "pause": &t.Pause,
 		"coredns": &t.CoreDNS, "grpc_health_probe": &t.GRPCHealthProbe,
+		"csi-provisioner": &t.CSIProvisioner, "kube-rbac-proxy": &t.KubeRBACProxy,
 	}
 }
 

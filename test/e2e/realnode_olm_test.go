@@ -91,7 +91,8 @@ func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string) 
 // Subscription, and runs the operator's pod from its image, with the CSV's args, env,
 // ServiceAccount and RBAC and in-cluster configuration. The operator must become Ready, stay up
 // for a minute without a restart or a refusal, and deploy the driver onto the node for a
-// ClusterCSIDriver.
+// ClusterCSIDriver, whose pods run with every container Ready and register the driver with the
+// node's kubelet; then an app team's SharedVolume reaches the driver through the kubelet.
 func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	s := startRealNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -117,8 +118,10 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	if line := firstLineWith(logs, "forbidden"); line != "" {
 		t.Errorf("the operator was refused by the API server: %s", line)
 	}
-	took := deployDriver(ctx, t, s, pod)
-	t.Logf("ClusterCSIDriver -> driver pods created on the node: %s", took.Round(100*time.Millisecond))
+	placed, running := deployDriver(ctx, t, s, pod)
+	t.Logf("ClusterCSIDriver -> driver pods placed on the node: %s, Running and Ready: %s", placed.Round(100*time.Millisecond), running.Round(100*time.Millisecond))
+	ready := appTeamMountsASharedVolume(ctx, t, s)
+	t.Logf("SharedVolume created -> Ready: %s", ready.Round(100*time.Millisecond))
 	uninstall(ctx, t, s, pod)
 }
 
@@ -128,7 +131,7 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod) {
 	t.Helper()
 	c, ns := s.Client, operator.Namespace
-	driverPods := func() map[string]types.UID {
+	podUIDs := func() map[string]types.UID {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			t.Fatal(err)
@@ -152,7 +155,7 @@ func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *co
 		}
 		uids[o.GetName()] = o.GetUID()
 	}
-	podsBefore := driverPods()
+	podsBefore := podUIDs()
 
 	for _, o := range []client.Object{
 		&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efsPackage}},
@@ -176,7 +179,7 @@ func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *co
 			t.Errorf("uninstalling the operator touched its driver's %s: %v", o.GetName(), err)
 		}
 	}
-	if after := driverPods(); !maps.Equal(after, podsBefore) {
+	if after := podUIDs(); !maps.Equal(after, podsBefore) {
 		t.Errorf("uninstalling the operator changed the driver's pods: %v, were %v", after, podsBefore)
 	}
 
@@ -207,8 +210,10 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 	shipped := shippedOperator(tb)
 	timings := map[string]time.Duration{}
 	catalogRef := pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image)
-	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it.
-	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
+	pushDriverImages(tb, s, shipped.Spec.Template.Spec.Containers[0])
+	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it. The
+	// driver's controller pod mounts what the service CA and cloud-credential operators write.
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true}); err != nil {
 		tb.Fatal(err)
 	}
 	begin := time.Now()
@@ -247,8 +252,10 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 }
 
 // deployDriver creates the ClusterCSIDriver and waits until the operator running in pod has
-// created the driver's Deployment and DaemonSet and their pods are placed on the real node.
-func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator *corev1.Pod) time.Duration {
+// created the driver's Deployment and DaemonSet, their pods are placed on the real node, and
+// then run there with every container Ready (waitDriverRunning). It returns how long each took
+// from the CR's creation.
+func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator *corev1.Pod) (placed, running time.Duration) {
 	tb.Helper()
 	c := s.Client
 	begin := time.Now()
@@ -260,21 +267,13 @@ func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator
 	}
 	driverNS := operator.Namespace
 	err := testutil.Eventually(ctx, "driver pods on "+testbed.RealNodeName, func(ctx context.Context) error {
-		for _, obj := range []client.Object{
-			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.ControllerDeployment}},
-			&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.NodeDaemonSet}},
-		} {
-			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-				return err
-			}
-		}
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(driverNS)); err != nil {
+		pods, err := driverPods(ctx, c, driverNS)
+		if err != nil {
 			return err
 		}
 		var onNode []string
-		for _, p := range pods.Items {
-			if p.Spec.NodeName == testbed.RealNodeName && (strings.HasPrefix(p.Name, efs.ControllerDeployment+"-") || strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-")) {
+		for _, p := range pods {
+			if p.Spec.NodeName == testbed.RealNodeName {
 				onNode = append(onNode, p.Name)
 			}
 		}
@@ -286,7 +285,9 @@ func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator
 	if err != nil {
 		tb.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), operator), 30))
 	}
-	return time.Since(begin)
+	placed = time.Since(begin)
+	waitDriverRunning(ctx, tb, s, driverNS)
+	return placed, time.Since(begin)
 }
 
 // operatorPod waits for the one pod of the CSV's operator Deployment to be Ready.

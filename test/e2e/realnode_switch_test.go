@@ -38,7 +38,7 @@ func pushStandIn(t testing.TB, s *testbed.Stack, ref string, commands ...string)
 	for _, c := range commands {
 		paths = append(paths, "/bin/"+c)
 	}
-	if err := s.PushBinaryImage(context.Background(), ref, pause, paths...); err != nil {
+	if err := s.PushBinaryImage(context.Background(), ref, testbed.BinaryImage{Binary: pause, Paths: paths}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -73,7 +73,8 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	for _, ref := range fixture.CommunityDriverImages {
 		pushStandIn(t, s, ref)
 	}
-	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
+	pushDriverImages(t, s, shipped.Spec.Template.Spec.Containers[0])
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true}); err != nil {
 		t.Fatal(err)
 	}
 	for name, ref := range map[string]string{communitySource: communityRef, certifiedSource: certifiedRef} {
@@ -130,6 +131,8 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 		t.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), pod), 30))
 	}
 	t.Logf("ClusterCSIDriver -> the running driver adopted: %s", time.Since(begin).Round(100*time.Millisecond))
+	waitDriverRunning(ctx, t, s, ns)
+	t.Logf("ClusterCSIDriver -> the adopted driver Running and Ready: %s", time.Since(begin).Round(100*time.Millisecond))
 }
 
 // envOf is the value of a container's environment variable, "" when it has none.

@@ -135,7 +135,7 @@ func TestRealNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PushBinaryImage(ctx, ref, probe, "/bin/netprobe"); err != nil {
+	if err := s.PushBinaryImage(ctx, ref, testbed.BinaryImage{Binary: probe, Paths: []string{"/bin/netprobe"}}); err != nil {
 		t.Fatal(err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "realnode-probe"}}

@@ -4,6 +4,7 @@ package testutil
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,4 +197,15 @@ func BuildStatic(tb testing.TB, pkg, goarch string) string {
 		tb.Fatalf("building %s for linux/%s: %v\n%s", pkg, goarch, err, out)
 	}
 	return bin
+}
+
+// FreeLoopbackAddr returns a loopback address nothing listens on right now.
+func FreeLoopbackAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }

@@ -1,0 +1,158 @@
+package csistandin
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+)
+
+// NoEFS starts the error every call that would need EFS gets: the test bed has no file system,
+// and a test reads this text back from the kubelet's events.
+const NoEFS = "the csi-olm stand-in driver has no EFS file system to reach"
+
+// volumeID is the shape of an EFS volume handle: fs-ID[:subpath][:fsap-ID] (upstream's parser).
+var volumeID = regexp.MustCompile(`^fs-[0-9a-f]+(:[^:]*(:fsap-[0-9a-f]+)?)?$`)
+
+// Driver plays the aws-efs-csi-driver: it serves the CSI Identity, Node and Controller services
+// on one socket, as every upstream process does (there is no mode flag), and identifies itself
+// as efs.csi.aws.com, so the kubelet registers it and calls it for EFS volumes.
+type Driver struct {
+	csi.UnimplementedIdentityServer
+	csi.UnimplementedNodeServer
+	csi.UnimplementedControllerServer
+
+	Endpoint string
+	// NodeID is what NodeGetInfo answers: the upstream driver, off AWS, takes the node from
+	// CSI_NODE_NAME, which the DaemonSet sets from spec.nodeName.
+	NodeID string
+	logger *log.Logger
+
+	// The upstream flags, taken so that the pods' arguments are checked; their values change
+	// nothing here.
+	version                                 bool
+	configDir, legacyConfigDir, staticFiles string
+	metricsOptIn, deleteRootDir, adaptive   bool
+	metricsRefresh                          float64
+	metricsRateLimit                        int
+	tags                                    string
+}
+
+func (d *Driver) flags(fs *flag.FlagSet) {
+	fs.StringVar(&d.Endpoint, "endpoint", "unix://tmp/csi.sock", "CSI endpoint")
+	fs.BoolVar(&d.version, "version", false, "print the version and exit")
+	fs.StringVar(&d.configDir, "efs-utils-config-dir-path", "/var/amazon/efs", "efs-utils configuration directory")
+	fs.StringVar(&d.legacyConfigDir, "efs-utils-config-legacy-dir-path", "/etc/amazon/efs-legacy", "efs-utils legacy configuration directory")
+	fs.StringVar(&d.staticFiles, "efs-utils-static-files-path", "/etc/amazon/efs-static-files/", "efs-utils static files directory")
+	fs.BoolVar(&d.metricsOptIn, "vol-metrics-opt-in", false, "emit volume metrics")
+	fs.Float64Var(&d.metricsRefresh, "vol-metrics-refresh-period", 240, "volume metrics refresh period in minutes")
+	fs.IntVar(&d.metricsRateLimit, "vol-metrics-fs-rate-limit", 5, "volume metrics routines per file system")
+	fs.BoolVar(&d.deleteRootDir, "delete-access-point-root-dir", false, "delete an access point's root directory with the volume")
+	fs.BoolVar(&d.adaptive, "adaptive-retry-mode", true, "adaptive retries of EFS API calls")
+	fs.StringVar(&d.tags, "tags", "", "space-separated key:value tags for the EFS objects the driver creates")
+}
+
+func (d *Driver) run(ctx context.Context, logger *log.Logger) error {
+	if d.version {
+		fmt.Fprintln(logger.Writer(), `{"driverVersion":"csi-olm-standin"}`)
+		return nil
+	}
+	for _, tag := range strings.Fields(d.tags) {
+		if k, _, ok := strings.Cut(tag, ":"); !ok || k == "" {
+			return fmt.Errorf("--tags: %q is not key:value", tag)
+		}
+	}
+	if d.NodeID = os.Getenv("CSI_NODE_NAME"); d.NodeID == "" {
+		return fmt.Errorf("CSI_NODE_NAME is not set: off AWS the driver learns its node from it")
+	}
+	path, err := socketPath(d.Endpoint)
+	if err != nil {
+		return err
+	}
+	d.logger = logger
+	return serveGRPC(ctx, logger, path, func(s *grpc.Server) {
+		csi.RegisterIdentityServer(s, d)
+		csi.RegisterNodeServer(s, d)
+		csi.RegisterControllerServer(s, d)
+	})
+}
+
+// serveGRPC serves the registered services on the unix socket at path until ctx ends.
+func serveGRPC(ctx context.Context, logger *log.Logger, path string, register func(*grpc.Server)) error {
+	l, err := listenUnix(path)
+	if err != nil {
+		return err
+	}
+	s := grpc.NewServer()
+	register(s)
+	go func() {
+		<-ctx.Done()
+		s.GracefulStop()
+	}()
+	logger.Printf("serving on %s", path)
+	if err := s.Serve(l); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+func (d *Driver) GetPluginInfo(context.Context, *csi.GetPluginInfoRequest) (*csi.GetPluginInfoResponse, error) {
+	return &csi.GetPluginInfoResponse{Name: efs.DriverName, VendorVersion: "csi-olm-standin"}, nil
+}
+
+func (d *Driver) GetPluginCapabilities(context.Context, *csi.GetPluginCapabilitiesRequest) (*csi.GetPluginCapabilitiesResponse, error) {
+	return &csi.GetPluginCapabilitiesResponse{Capabilities: []*csi.PluginCapability{{
+		Type: &csi.PluginCapability_Service_{Service: &csi.PluginCapability_Service{Type: csi.PluginCapability_Service_CONTROLLER_SERVICE}},
+	}}}, nil
+}
+
+func (d *Driver) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeResponse, error) {
+	return &csi.ProbeResponse{}, nil
+}
+
+func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	return &csi.NodeGetInfoResponse{NodeId: d.NodeID}, nil
+}
+
+func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return &csi.NodeGetCapabilitiesResponse{}, nil
+}
+
+// NodePublishVolume checks the request as the upstream driver does, logs it, and fails: the
+// mount would need EFS. The kubelet reports the error in the pod's events.
+func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	if !volumeID.MatchString(req.GetVolumeId()) {
+		return nil, status.Errorf(codes.InvalidArgument, "volume ID %q is not fs-ID[:path][:fsap-ID]", req.GetVolumeId())
+	}
+	if req.GetTargetPath() == "" || req.GetVolumeCapability() == nil {
+		return nil, status.Error(codes.InvalidArgument, "target path and volume capability are required")
+	}
+	d.logger.Printf("NodePublishVolume volume %s at %s", req.GetVolumeId(), req.GetTargetPath())
+	return nil, status.Errorf(codes.Unavailable, "%s: NodePublishVolume of volume %s at %s", NoEFS, req.GetVolumeId(), req.GetTargetPath())
+}
+
+func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
+	return &csi.ControllerGetCapabilitiesResponse{Capabilities: []*csi.ControllerServiceCapability{{
+		Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}},
+	}}}, nil
+}
+
+func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
+	d.logger.Printf("CreateVolume %s", req.GetName())
+	return nil, status.Errorf(codes.Unavailable, "%s: CreateVolume %s", NoEFS, req.GetName())
+}
+
+func (d *Driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (*csi.DeleteVolumeResponse, error) {
+	d.logger.Printf("DeleteVolume %s", req.GetVolumeId())
+	return nil, status.Errorf(codes.Unavailable, "%s: DeleteVolume %s", NoEFS, req.GetVolumeId())
+}
