@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,8 +53,16 @@ type hostChanges struct {
 	// marker) the node is in use; after that its changes are abandoned and may be undone.
 	Owner  int `json:"owner"`
 	Keeper int `json:"keeper,omitempty"`
+	// Started is when the record began, before kubelet ran: a path born later is the node's.
+	Started time.Time `json:"started"`
+	// HostPaths are the hostPath volumes kubelet may create for the node's pods
+	// (DirectoryOrCreate, FileOrCreate), as seen while the node ran; the undo removes those
+	// born after Started.
+	HostPaths []string `json:"hostPaths,omitempty"`
 
 	path string
+	// mu guards HostPaths, which the stack's process records while the node runs, and save.
+	mu sync.Mutex
 }
 
 // hostChangesDir holds the record of the real node of this machine. It lives in /run, so a
@@ -64,6 +73,8 @@ func hostChangesPath() string { return filepath.Join(hostChangesDir, "realnode.j
 
 // save writes the record atomically: a crash leaves the old or the new record, never half.
 func (h *hostChanges) save() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	raw, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
@@ -182,6 +193,9 @@ func (h *hostChanges) undo() error {
 		if err := os.RemoveAll(h.Created[i]); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	for _, path := range h.HostPaths {
+		errs = append(errs, removeBornAfter(path, h.Started))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("undoing the real node's host changes (record %s kept): %w", h.path, err)
@@ -426,4 +440,51 @@ func HostSnapshot() (map[string]string, error) {
 		snap["mount "+p] += "+"
 	}
 	return snap, nil
+}
+
+// addHostPaths records hostPath volumes of the node's pods that kubelet may create.
+func (h *hostChanges) addHostPaths(paths ...string) error {
+	h.mu.Lock()
+	added := false
+	for _, p := range paths {
+		if !slices.Contains(h.HostPaths, p) {
+			h.HostPaths = append(h.HostPaths, p)
+			added = true
+		}
+	}
+	h.mu.Unlock()
+	if !added {
+		return nil
+	}
+	return h.save()
+}
+
+// removeBornAfter removes path, and the ancestors that kubelet's MkdirAll created with it,
+// when they were born after start; a path that was there before the node is left alone.
+func removeBornAfter(path string, start time.Time) error {
+	resolved, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	top := ""
+	for dir := resolved; dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		var st unix.Statx_t
+		if err := unix.Statx(unix.AT_FDCWD, dir, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &st); err != nil {
+			return fmt.Errorf("when was %s created: %w", dir, err)
+		}
+		if st.Mask&unix.STATX_BTIME == 0 {
+			return fmt.Errorf("cannot tell whether the node created %s: the file system keeps no birth time", dir)
+		}
+		if time.Unix(st.Btime.Sec, int64(st.Btime.Nsec)).Before(start) {
+			break
+		}
+		top = dir
+	}
+	if top == "" {
+		return nil
+	}
+	return os.RemoveAll(top)
 }

@@ -79,7 +79,7 @@ func (s *Stack) InstallOpenShift(ctx context.Context, opts OpenShiftOptions) err
 		return fmt.Errorf("setting the Infrastructure status: %w", err)
 	}
 	if opts.Controllers {
-		return s.runOpenShiftControllers(s.background)
+		return s.runOpenShiftControllers()
 	}
 	return nil
 }

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -45,9 +44,9 @@ type openShiftControllers struct {
 	lastErr string
 }
 
-// runOpenShiftControllers starts the stand-ins until ctx ends, once per stack: a second
+// runOpenShiftControllers starts the stand-ins until the stack stops, once per stack: a second
 // service CA would sign with another key.
-func (s *Stack) runOpenShiftControllers(ctx context.Context) error {
+func (s *Stack) runOpenShiftControllers() error {
 	s.mu.Lock()
 	running := s.controllersRunning
 	s.controllersRunning = true
@@ -60,7 +59,7 @@ func (s *Stack) runOpenShiftControllers(ctx context.Context) error {
 		return err
 	}
 	o := &openShiftControllers{c: s.Client, ca: ca, logf: s.opts.Logf}
-	go wait.UntilWithContext(ctx, o.sync, 500*time.Millisecond)
+	s.goBackground(o.sync, 500*time.Millisecond)
 	return nil
 }
 

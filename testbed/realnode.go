@@ -163,7 +163,7 @@ func (s *Stack) prepareRealNode(ctx context.Context) error {
 	h := &hostChanges{
 		Dir: s.Dir, Owner: os.Getpid(), Netns: "csi-olm-" + suffix, HostNetns: "csi-olm-host-" + suffix,
 		RunNetnsCreated: errors.Is(err, fs.ErrNotExist), RunNetnsWasMount: isMountPoint("/run/netns"), NetnsBefore: netnsEntries(),
-		Sysctls: map[string]string{}, RuncRoot: filepath.Join(s.Dir, "runc"), path: hostChangesPath(),
+		Sysctls: map[string]string{}, RuncRoot: filepath.Join(s.Dir, "runc"), Started: time.Now(), path: hostChangesPath(),
 	}
 	if err := h.save(); err != nil {
 		return err
@@ -296,8 +296,31 @@ func (s *Stack) startRealNode(ctx context.Context) error {
 	if err := s.Client.Patch(ctx, node, client.RawPatch(types.MergePatchType, raw)); err != nil {
 		return fmt.Errorf("labelling node %s: %w", RealNodeName, err)
 	}
+	s.goBackground(s.recordHostPaths, time.Second)
 	s.Timings["node"] = time.Since(begin)
 	return nil
+}
+
+// recordHostPaths adds to the host record the hostPath volumes kubelet creates for the node's
+// pods when missing (DirectoryOrCreate, FileOrCreate), so that the undo, even after a crash,
+// knows which host paths to check.
+func (s *Stack) recordHostPaths(ctx context.Context) {
+	var pods corev1.PodList
+	if err := s.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": RealNodeName}); err != nil {
+		return // the next round retries; the API server may be restarting
+	}
+	var paths []string
+	for _, p := range pods.Items {
+		for _, v := range p.Spec.Volumes {
+			if hp := v.HostPath; hp != nil && hp.Type != nil &&
+				(*hp.Type == corev1.HostPathDirectoryOrCreate || *hp.Type == corev1.HostPathFileOrCreate) {
+				paths = append(paths, filepath.Clean(hp.Path))
+			}
+		}
+	}
+	if err := s.host.addHostPaths(paths...); err != nil {
+		s.opts.Logf("recording the node's host paths: %v", err)
+	}
 }
 
 // startCoreDNS runs the cluster DNS on the node address, answering from the API server. It has

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -98,9 +99,11 @@ type Stack struct {
 	nodeTokens      map[string]string
 	mu              sync.Mutex
 	procs           []*process
-	// background ends at Stop: what the stack runs in the calling process lives until then.
+	// background ends at Stop: what the stack runs in the calling process lives until then,
+	// started by goBackground so that Stop waits for it before undoing the host.
 	background     context.Context
 	stopBackground context.CancelFunc
+	backgroundDone sync.WaitGroup
 	// controllersRunning says the OpenShift controller stand-ins run (openshiftcontrollers.go).
 	controllersRunning bool
 	// Timings records how long each phase took to become ready.
@@ -431,12 +434,22 @@ func httpOK(ctx context.Context, c *http.Client, url, token string) error {
 // more than once.
 func (s *Stack) Stop() {
 	s.stopBackground()
+	s.backgroundDone.Wait()
 	stopAll(s.Processes())
 	if s.host != nil {
 		if err := s.host.undo(); err != nil {
 			s.opts.Logf("%v", err)
 		}
 	}
+}
+
+// goBackground runs fn every period until the stack stops.
+func (s *Stack) goBackground(fn func(context.Context), period time.Duration) {
+	s.backgroundDone.Add(1)
+	go func() {
+		defer s.backgroundDone.Done()
+		wait.UntilWithContext(s.background, fn, period)
+	}()
 }
 
 // RSS is the resident memory of all the stack's processes, in bytes.

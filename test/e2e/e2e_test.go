@@ -10,8 +10,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/operator/assets"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -28,7 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	// t.TempDir() follows TMPDIR, so every stack directory lands under runDir.
 	os.Setenv("TMPDIR", runDir)
-	before, err := testbed.HostSnapshot()
+	before, err := hostSnapshot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -37,7 +40,7 @@ func TestMain(m *testing.M) {
 	stopRealNode()
 	if realNode.started {
 		// Everything a real node changed on the host must be back as it was.
-		after, err := testbed.HostSnapshot()
+		after, err := hostSnapshot()
 		if diff := cmp.Diff(before, after); err != nil || diff != "" {
 			fmt.Fprintf(os.Stderr, "FAIL: the real node left the host changed (-before +after): %v\n%s", err, diff)
 			code = 1
@@ -56,6 +59,31 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "the test beds' directories, with every component's log, are kept in %s\n", runDir)
 	}
 	os.Exit(code)
+}
+
+// hostSnapshot is the test bed's snapshot of what a real node changes on the host, plus whether
+// each host path the shipped node DaemonSet mounts exists: kubelet creates those that are
+// missing, for the driver's pods.
+func hostSnapshot() (map[string]string, error) {
+	snap, err := testbed.HostSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := assets.For("ns")(assets.NodeFile)
+	if err != nil {
+		return nil, err
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.Unmarshal(raw, &ds); err != nil {
+		return nil, fmt.Errorf("%s: %w", assets.NodeFile, err)
+	}
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if v.HostPath != nil {
+			_, err := os.Stat(v.HostPath.Path)
+			snap["node host path "+v.HostPath.Path] = fmt.Sprint(err == nil)
+		}
+	}
+	return snap, nil
 }
 
 // waitForNoSurvivors gives processes killed a moment ago time to disappear, and returns those
