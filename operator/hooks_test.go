@@ -97,3 +97,34 @@ func TestSTSCredentialsRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestDriverTagsFollowTheClusterID: the driver tags what it creates with the cluster's ID from
+// Infrastructure/cluster, and follows a change of that ID, with exactly one --tags argument.
+func TestDriverTagsFollowTheClusterID(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	var infra configv1.Infrastructure
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "cluster"}, &infra))
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
+	tagsAre := func(want string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := h.c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+				return err
+			}
+			var tags []string
+			for _, a := range deployment.Spec.Template.Spec.Containers[0].Args {
+				if strings.HasPrefix(a, "--tags=") {
+					tags = append(tags, a)
+				}
+			}
+			if !slices.Equal(tags, []string{want}) {
+				return fmt.Errorf("the driver's tags are %q, want %q", tags, want)
+			}
+			return nil
+		}
+	}
+	must(t, eventually(ctx, "the cluster's tag", tagsAre("--tags=kubernetes.io/cluster/"+infra.Status.InfrastructureName+":owned")))
+
+	infra.Status.InfrastructureName = "renamed-x7k2p"
+	must(t, h.c.Status().Update(ctx, &infra))
+	must(t, eventually(ctx, "the renamed cluster's tag", tagsAre("--tags=kubernetes.io/cluster/renamed-x7k2p:owned")))
+}

@@ -16,6 +16,8 @@ import (
 const (
 	credentialsSecret  = "aws-efs-cloud-credentials"
 	trustedCAConfigMap = "aws-efs-csi-driver-trusted-ca-bundle"
+	// driverContainer is the driver's container in the controller Deployment (controller.yaml).
+	driverContainer = "csi-driver"
 )
 
 // UninstallFinalizer keeps the ClusterCSIDriver until the driver is removed, which waits until no

@@ -97,8 +97,9 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 		WithCredentialsRequestController("AWSEFSDriverCredentialsRequestController", ns, read, assets.CredentialsFile, dynamicClient, operatorInformers, stsHook).
 		WithCSIConfigObserverController("AWSEFSDriverCSIConfigObserverController", configInformers).
 		WithCSIDriverControllerService("AWSEFSDriverControllerServiceController", read, assets.ControllerFile, kubeClient, nsInformers, configInformers,
-			[]factory.Informer{secrets.Informer(), configMaps.Informer()},
+			[]factory.Informer{secrets.Informer(), configMaps.Informer(), configInformers.Config().V1().Infrastructures().Informer()},
 			csidrivercontrollerservicecontroller.WithObservedProxyDeploymentHook(),
+			withClusterTagsHook(configInformers.Config().V1().Infrastructures().Lister()),
 			csidrivercontrollerservicecontroller.WithCABundleDeploymentHook(ns, trustedCAConfigMap, configMaps),
 			// A rotated or newly minted credential restarts the controller pods.
 			csidrivercontrollerservicecontroller.WithSecretHashAnnotationHook(ns, credentialsSecret, secrets),

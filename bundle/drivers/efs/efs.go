@@ -48,6 +48,13 @@ one of the community aws-efs-operator, so existing SharedVolumes keep working.
 Edit only ` + "`spec.source`" + ` of the existing Subscription to this catalog. The running driver is adopted in
 place, by name, once the ClusterCSIDriver above is created; volumes stay mounted throughout.
 
+## Deleting dynamically provisioned volumes
+Deleting a PersistentVolume that the driver provisioned deletes its EFS access point, not the
+directory the access point exposed: the data stays in the file system, and is billed, until an
+administrator deletes it. Deleting that directory would need the controller to mount the file
+system, which takes a privileged controller pod; this operator runs only the node DaemonSet
+privileged.
+
 ## Uninstalling
 Deleting the ClusterCSIDriver removes the driver only when no EFS PersistentVolume is left.
 Removing the operator itself leaves the driver and every volume working.
