@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -127,4 +128,51 @@ func TestDriverTagsFollowTheClusterID(t *testing.T) {
 	infra.Status.InfrastructureName = "renamed-x7k2p"
 	must(t, h.c.Status().Update(ctx, &infra))
 	must(t, eventually(ctx, "the renamed cluster's tag", tagsAre("--tags=kubernetes.io/cluster/renamed-x7k2p:owned")))
+}
+
+// TestARotatedMetricsCertificateRestartsTheController: kube-rbac-proxy reads its serving
+// certificate only at start, so a new certificate must change the controller's pod template.
+func TestARotatedMetricsCertificateRestartsTheController(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
+	hashes := func() (map[string]string, error) {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+			return nil, err
+		}
+		dep := map[string]string{}
+		for k, v := range deployment.Spec.Template.Annotations {
+			if strings.HasPrefix(k, "operator.openshift.io/dep-") {
+				dep[k] = v
+			}
+		}
+		return dep, nil
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller-metrics-serving-cert"},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: []byte("first"), corev1.TLSPrivateKeyKey: []byte("first")},
+	}
+	must(t, h.c.Create(ctx, secret))
+	var before map[string]string
+	must(t, eventually(ctx, "the pod template carries the certificate's hash", func(ctx context.Context) (err error) {
+		before, err = hashes()
+		// In Manual credentials mode there is no credentials Secret, so the certificate's is the
+		// only hash.
+		if err == nil && len(before) == 0 {
+			return fmt.Errorf("no hash annotation")
+		}
+		return err
+	}))
+	secret.Data = map[string][]byte{corev1.TLSCertKey: []byte("rotated"), corev1.TLSPrivateKeyKey: []byte("rotated")}
+	must(t, h.c.Update(ctx, secret))
+	must(t, eventually(ctx, "the pod template changes with the certificate", func(ctx context.Context) error {
+		after, err := hashes()
+		if err != nil {
+			return err
+		}
+		if maps.Equal(after, before) {
+			return fmt.Errorf("hash annotations unchanged: %v", after)
+		}
+		return nil
+	}))
 }

@@ -14,7 +14,10 @@ import (
 // Operand objects only this package refers to; the names other packages share are in
 // internal/names/efs.
 const (
-	credentialsSecret  = "aws-efs-cloud-credentials"
+	credentialsSecret = "aws-efs-cloud-credentials"
+	// metricsCertSecret is the serving certificate of the controller's kube-rbac-proxy, which
+	// the service CA writes for the metrics Service (service.yaml).
+	metricsCertSecret  = "efs-csi-controller-metrics-serving-cert"
 	trustedCAConfigMap = "aws-efs-csi-driver-trusted-ca-bundle"
 	// driverContainer is the driver's container in the controller Deployment (controller.yaml).
 	driverContainer = "csi-driver"

@@ -103,6 +103,8 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			csidrivercontrollerservicecontroller.WithCABundleDeploymentHook(ns, trustedCAConfigMap, configMaps),
 			// A rotated or newly minted credential restarts the controller pods.
 			csidrivercontrollerservicecontroller.WithSecretHashAnnotationHook(ns, credentialsSecret, secrets),
+			// kube-rbac-proxy reads its certificate only at start: a rotated one restarts the pods.
+			csidrivercontrollerservicecontroller.WithSecretHashAnnotationHook(ns, metricsCertSecret, secrets),
 			// One replica on single-node clusters, two otherwise.
 			csidrivercontrollerservicecontroller.WithReplicasHook(configInformers),
 		).

@@ -32,6 +32,9 @@ import (
 // address outside it. The host reaches the API server through a forwarder on 127.0.0.1, and
 // containerd reaches the stack's registry through one that dials back to the host's loopback.
 const (
+	// ClusterDNS is the address of a RealNode stack's cluster DNS, which pods with a cluster
+	// DNS policy get as their nameserver.
+	ClusterDNS = nodeIP
 	// RealNodeName is the kubelet node of a RealNode stack.
 	RealNodeName = "csi-olm-node"
 	// RealNodeLabel marks the real node, so that tests never confuse it with kwok's fakes.
@@ -43,7 +46,7 @@ const (
 	podSubnet   = "10.244.0.0/24"
 	podGateway  = "10.244.0.1"
 	serviceCIDR = "10.96.0.0/24"
-	clusterDNS  = nodeIP
+
 	// securePort is the API server's port inside the namespace, which it has to itself.
 	securePort = 6443
 	// kubeletRoot is fixed: CSI node plugins mount kubelet's plugin directories by these
@@ -239,7 +242,7 @@ func (s *Stack) startInNetns(name string, env []string, bin string, args ...stri
 // /etc/resolv.conf names CoreDNS. OLM's catalog operator needs it to reach registry pods.
 func (s *Stack) startWithClusterDNS(name string, env []string, bin string, args ...string) (*process, error) {
 	resolv := filepath.Join(s.Dir, "resolv.conf")
-	if err := os.WriteFile(resolv, []byte("nameserver "+clusterDNS+"\nsearch svc.cluster.local cluster.local\noptions ndots:5\n"), 0o644); err != nil {
+	if err := os.WriteFile(resolv, []byte("nameserver "+ClusterDNS+"\nsearch svc.cluster.local cluster.local\noptions ndots:5\n"), 0o644); err != nil {
 		return nil, err
 	}
 	wrapped := append([]string{"--mount", "--propagation", "private", "--", "sh", "-c",
@@ -337,7 +340,7 @@ func (s *Stack) startCoreDNS(ctx context.Context) error {
     health 127.0.0.1:8080
     ready 127.0.0.1:8181
 }
-`, clusterDNS, s.netnsKubeconfig)
+`, ClusterDNS, s.netnsKubeconfig)
 	if err := os.WriteFile(corefile, []byte(content), 0o644); err != nil {
 		return err
 	}
@@ -485,7 +488,7 @@ func (s *Stack) kubeletConfig(cgroupRoot, sock, clientCA string) map[string]any 
 		"failSwapOn":                  false,
 		"resolvConf":                  "",
 		"clusterDomain":               "cluster.local",
-		"clusterDNS":                  []string{clusterDNS},
+		"clusterDNS":                  []string{ClusterDNS},
 		"podLogsDir":                  filepath.Join(s.Dir, "pod-logs"),
 		"evictionHard":                map[string]string{"memory.available": "0%", "nodefs.available": "0%", "imagefs.available": "0%"},
 		"imageGCHighThresholdPercent": 100,

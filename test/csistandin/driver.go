@@ -21,6 +21,24 @@ import (
 // and a test reads this text back from the kubelet's events.
 const NoEFS = "the csi-olm stand-in driver has no EFS file system to reach"
 
+// NameserversLog starts the driver's log line that lists the pod's DNS servers.
+const NameserversLog = "DNS nameservers: "
+
+// nameservers lists the nameserver lines of a resolv.conf; none when it cannot be read.
+func nameservers(path string) []string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var servers []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "nameserver" {
+			servers = append(servers, f[1])
+		}
+	}
+	return servers
+}
+
 // volumeID is the shape of an EFS volume handle: fs-ID[:subpath][:fsap-ID] (upstream's parser).
 var volumeID = regexp.MustCompile(`^fs-[0-9a-f]+(:[^:]*(:fsap-[0-9a-f]+)?)?$`)
 
@@ -79,6 +97,9 @@ func (d *Driver) run(ctx context.Context, logger *log.Logger) error {
 	if err != nil {
 		return err
 	}
+	// The upstream driver resolves mount targets and the cluster's proxy through the pod's DNS
+	// settings; logging them lets a test check the pod's dnsPolicy.
+	logger.Printf("%s%v", NameserversLog, nameservers("/etc/resolv.conf"))
 	d.logger = logger
 	return serveGRPC(ctx, logger, path, func(s *grpc.Server) {
 		csi.RegisterIdentityServer(s, d)

@@ -136,6 +136,20 @@ func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns 
 	if err != nil {
 		tb.Fatalf("%v\n%s", err, driverLogs(ctx, s, ns, 20))
 	}
+	pods, err := driverPods(ctx, c, ns)
+	if err != nil {
+		tb.Fatal(err)
+	}
+
+	// The node plugin runs on the host's network but must resolve through the cluster DNS.
+	for _, p := range pods {
+		if strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-") {
+			log := containerLog(ctx, s, &p, "efs-plugin", 0)
+			if line := firstLineWith(log, csistandin.NameserversLog); !strings.Contains(line, testbed.ClusterDNS) {
+				tb.Errorf("the node plugin does not resolve through the cluster DNS %s: %q", testbed.ClusterDNS, line)
+			}
+		}
+	}
 
 	// A flag that a sidecar ignores is a setting the operator believes it made.
 	if line := firstLineWith(driverLogs(ctx, s, ns, 0), "Removed Flag"); line != "" {
@@ -185,6 +199,20 @@ func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns 
 	}
 }
 
+// containerLog is one container's log, its last tail lines (all when 0), or why it cannot be
+// read.
+func containerLog(ctx context.Context, s *testbed.Stack, p *corev1.Pod, container string, tail int64) string {
+	opts := &corev1.PodLogOptions{Container: container}
+	if tail > 0 {
+		opts.TailLines = ptr.To(tail)
+	}
+	raw, err := kubeClient(s).CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).DoRaw(ctx)
+	if err != nil {
+		return fmt.Sprintf("(no log: %v)", err)
+	}
+	return string(raw)
+}
+
 // driverLogs are the driver pods' container logs, the last tail lines of each (all when 0).
 func driverLogs(ctx context.Context, s *testbed.Stack, ns string, tail int64) string {
 	pods, err := driverPods(ctx, s.Client, ns)
@@ -192,17 +220,10 @@ func driverLogs(ctx context.Context, s *testbed.Stack, ns string, tail int64) st
 		return fmt.Sprintf("(no driver pods: %v)", err)
 	}
 	var b strings.Builder
-	for _, p := range pods {
-		for _, container := range p.Spec.Containers {
-			opts := &corev1.PodLogOptions{Container: container.Name}
-			if tail > 0 {
-				opts.TailLines = ptr.To(tail)
-			}
-			raw, err := kubeClient(s).CoreV1().Pods(ns).GetLogs(p.Name, opts).DoRaw(ctx)
-			if err != nil {
-				raw = []byte(err.Error())
-			}
-			fmt.Fprintf(&b, "--- %s/%s:\n%s\n", p.Name, container.Name, strings.TrimRight(string(raw), "\n"))
+	for i := range pods {
+		for _, container := range pods[i].Spec.Containers {
+			log := containerLog(ctx, s, &pods[i], container.Name, tail)
+			fmt.Fprintf(&b, "--- %s/%s:\n%s\n", pods[i].Name, container.Name, strings.TrimRight(log, "\n"))
 		}
 	}
 	return b.String()
