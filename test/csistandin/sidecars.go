@@ -58,7 +58,8 @@ type Registrar struct {
 	Timeout                                                                   time.Duration
 	driver                                                                    string
 	logger                                                                    *log.Logger
-	failed                                                                    chan error
+	// stop ends the registrar with a cause: the kubelet's refusal.
+	stop context.CancelCauseFunc
 }
 
 func (r *Registrar) flags(fs *flag.FlagSet) {
@@ -73,7 +74,7 @@ func (r *Registrar) run(ctx context.Context, logger *log.Logger) error {
 	if r.KubeletRegistrationPath == "" {
 		return fmt.Errorf("--kubelet-registration-path is required")
 	}
-	r.logger, r.failed = logger, make(chan error, 1)
+	r.logger = logger
 	conn, err := dialCSI(r.CSIAddress)
 	if err != nil {
 		return err
@@ -98,13 +99,7 @@ func (r *Registrar) run(ctx context.Context, logger *log.Logger) error {
 	socket := filepath.Join(r.PluginRegistrationPath, r.driver+"-reg.sock")
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() {
-		select {
-		case err := <-r.failed:
-			cancel(err)
-		case <-ctx.Done():
-		}
-	}()
+	r.stop = cancel
 	if r.HTTPEndpoint != "" {
 		go func() {
 			cancel(serveHTTP(ctx, logger, r.HTTPEndpoint, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -137,11 +132,7 @@ func (r *Registrar) GetInfo(context.Context, *registerapi.InfoRequest) (*registe
 // does, so the refusal shows as a restarting container.
 func (r *Registrar) NotifyRegistrationStatus(_ context.Context, status *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
 	if !status.PluginRegistered {
-		err := fmt.Errorf("the kubelet refused %s: %s", r.driver, status.Error)
-		select {
-		case r.failed <- err:
-		default:
-		}
+		r.stop(fmt.Errorf("the kubelet refused %s: %s", r.driver, status.Error))
 		return &registerapi.RegistrationStatusResponse{}, nil
 	}
 	r.logger.Printf("the kubelet registered %s", r.driver)
