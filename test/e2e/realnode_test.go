@@ -203,6 +203,9 @@ func TestRealNodeUndoneAfterACrash(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || !strings.Contains(string(out), "pod running, crashing") {
 		t.Fatalf("the crashing run ended with %v, not SIGKILL with its pod running:\n%s", err, tailLines(string(out), 30))
 	}
+	// The crashed run's own processes (containerd, kubelet...) die from their parent-death
+	// signal a moment after it; until they are gone the node is rightly still in use.
+	waitForNoSurvivors(dir, 10*time.Second)
 	left, err := testbed.HostSnapshot()
 	if err != nil {
 		t.Fatal(err)
