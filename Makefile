@@ -36,8 +36,10 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 	$(CSI_OLM) catalog graph catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 
-# The tools the tests take from the environment (test/testutil): what catalog images carry.
-TOOL_ENV = CSI_OLM_OPM="$$(hack/tools.sh opm)" CSI_OLM_GRPC_HEALTH_PROBE="$$(hack/tools.sh grpc_health_probe)"
+# The tools the tests take from the environment (test/testutil): what catalog images carry, and
+# the checker of the drivers' external-storage test manifests.
+TOOL_ENV = CSI_OLM_OPM="$$(hack/tools.sh opm)" CSI_OLM_GRPC_HEALTH_PROBE="$$(hack/tools.sh grpc_health_probe)" \
+	CSI_OLM_STORAGE_MANIFEST_CHECK="$$(hack/tools.sh storage-manifest-check)"
 
 .PHONY: test
 # The release tests compress hundreds of megabytes of image layers, which takes ten times longer
@@ -140,7 +142,7 @@ efs-utils-base: image-builder ## Build the efs-utils base image of the EFS CSI d
 	hack/build-efs-utils-base.sh
 
 .PHONY: tools
-tools: ## Build the pinned tools (opm, controller-gen, kube binaries with kubelet and kube-proxy, pause, etcd, kwok, OLM, registry, CoreDNS, grpc_health_probe, csi-provisioner, kube-rbac-proxy) into $(TOOLS_DIR)
+tools: ## Build the pinned tools (opm, controller-gen, kube binaries with kubelet and kube-proxy, pause, etcd, kwok, OLM, registry, CoreDNS, grpc_health_probe, csi-provisioner, kube-rbac-proxy, storage-manifest-check) into $(TOOLS_DIR)
 	@hack/tools.sh all >/dev/null
 
 .PHONY: generate

@@ -28,6 +28,9 @@
 #                                            go.mod, like OLM)
 #   openshift-crds                           this module's github.com/openshift/api (prints the
 #                                            module's directory; the test bed reads its CRDs)
+#   storage-manifest-check                   hack/tools/kube/cmd/storage-manifest-check against
+#                                            the k8s.io/kubernetes of hack/tools/kube/go.mod:
+#                                            checks the drivers' external-storage test manifests
 # The cache is keyed by tool and version: a second run builds nothing (existence checks only), and
 # a version bump builds the new one next to the old. A group (the three kube binaries; olm, catalog
 # and the CRDs) is built together when any member is missing.
@@ -51,7 +54,7 @@ cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
 all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 	pause etcd kwok kwok-crds olm catalog olm-crds openshift-crds registry coredns grpc_health_probe
-	csi-provisioner kube-rbac-proxy)
+	csi-provisioner kube-rbac-proxy storage-manifest-check)
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
@@ -159,6 +162,26 @@ build_etcd() {
 		mkdir -p "$(dirname "$out")"
 		tmps+=("$out.tmp.$$")
 		(cd "$kube_dir" && go build -o "$out.tmp.$$" ./cmd/etcd)
+		mv -f "$out.tmp.$$" "$out"
+	fi
+	echo "$out"
+}
+
+# build_storage_manifest_check: the checker of the drivers' external-storage test manifests
+# (hack/tools/kube/cmd/storage-manifest-check), built against k8s.io/kubernetes as pinned in
+# hack/tools/kube/go.mod. Its code is this repository's, so the cache key adds a hash of that code
+# and of the module's go.mod and go.sum: an edit builds a new binary.
+build_storage_manifest_check() {
+	local v h out
+	v=$(modver "$kube_dir/go.mod" k8s.io/kubernetes)
+	h=$(cd "$kube_dir" && cat go.mod go.sum cmd/storage-manifest-check/*.go internal/storagemanifest/*.go |
+		sha256sum | cut -c1-12)
+	out="$cache/storage-manifest-check/$v-$h/storage-manifest-check"
+	if [[ ! -x $out ]]; then
+		echo "building storage-manifest-check (k8s.io/kubernetes $v) into $out" >&2
+		mkdir -p "$(dirname "$out")"
+		tmps+=("$out.tmp.$$")
+		(cd "$kube_dir" && go build -o "$out.tmp.$$" ./cmd/storage-manifest-check)
 		mv -f "$out.tmp.$$" "$out"
 	fi
 	echo "$out"
@@ -280,6 +303,7 @@ tool() {
 	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy) build_kube "$1" ;;
 	pause) build_pause ;;
 	etcd) build_etcd ;;
+	storage-manifest-check) build_storage_manifest_check ;;
 	kwok | kwok-crds) build_kwok "$1" ;;
 	olm | catalog | olm-crds) build_olm "$1" ;;
 	registry) go_install registry "$registry_module/cmd/registry" "$registry_version" ;;

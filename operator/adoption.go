@@ -3,7 +3,9 @@ package operator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -31,7 +33,12 @@ const (
 	reasonWaitingNewDriver  = "WaitingForNewDriver"
 	reasonAdoptionFailed    = "AdoptionFailed"
 	reasonCSIDriverMismatch = "CSIDriverSpecDiffers"
+	reasonSecondNodePlugin  = "CommunityDriverInAnotherNamespace"
 )
+
+// recheckConflict is how soon a refused deployment looks again for the conflicting DaemonSet,
+// which lives outside the namespace the informers watch.
+const recheckConflict = 10 * time.Second
 
 // adoptionController takes over the community operator's driver objects in place, by name
 // (docs/architecture.md#the-community-efs-operator), before library-go's controllers apply theirs:
@@ -72,6 +79,16 @@ func (c *adoptionController) sync(ctx context.Context, syncCtx factory.SyncConte
 	if spec.ManagementState != operatorv1.Managed {
 		return nil
 	}
+	conflicts, err := c.nodePluginsElsewhere(ctx)
+	if err != nil {
+		return c.report(ctx, operatorv1.ConditionTrue, reasonAdoptionFailed, err.Error(), err)
+	}
+	if len(conflicts) > 0 {
+		// Both node plugins would serve efs.csi.aws.com on every node, on the same host port:
+		// the driver is not deployed until the other one is gone.
+		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), recheckConflict)
+		return c.report(ctx, operatorv1.ConditionTrue, reasonSecondNodePlugin, secondNodePluginMessage(conflicts), nil)
+	}
 	adopted, err := c.prepare(ctx, syncCtx.Recorder())
 	if err != nil {
 		return c.report(ctx, operatorv1.ConditionTrue, reasonAdoptionFailed, err.Error(), err)
@@ -108,6 +125,39 @@ func (c *adoptionController) report(ctx context.Context, degraded operatorv1.Con
 	return syncErr
 }
 
+// nodePluginsElsewhere lists, as namespace/name, the community driver's node DaemonSets outside
+// this operator's namespace: those it cannot adopt in place. They are found by the community
+// operator's ownership label and by the DaemonSet's name.
+func (c *adoptionController) nodePluginsElsewhere(ctx context.Context) ([]string, error) {
+	found := map[string]bool{}
+	for _, opts := range []metav1.ListOptions{
+		{LabelSelector: efs.CommunityOwnedLabel},
+		{FieldSelector: "metadata.name=" + efs.NodeDaemonSet},
+	} {
+		list, err := c.kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("looking for community node plugins in other namespaces: %w", err)
+		}
+		for _, ds := range list.Items {
+			if ds.Namespace != c.namespace {
+				found[ds.Namespace+"/"+ds.Name] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(found)), nil
+}
+
+func secondNodePluginMessage(conflicts []string) string {
+	var commands []string
+	for _, c := range conflicts {
+		ns, name, _ := strings.Cut(c, "/")
+		commands = append(commands, fmt.Sprintf("oc delete daemonset %s -n %s", name, ns))
+	}
+	return fmt.Sprintf("the community driver's DaemonSet %s would run a second node plugin of %s next to this one, "+
+		"so the driver is not deployed; uninstall the community aws-efs-operator, then run: %s",
+		strings.Join(conflicts, ", "), efs.DriverName, strings.Join(commands, "; "))
+}
+
 // prepare readies the community objects for library-go's apply, and returns those it changed.
 func (c *adoptionController) prepare(ctx context.Context, recorder events.Recorder) ([]string, error) {
 	var changed []string
@@ -129,20 +179,48 @@ func (c *adoptionController) prepare(ctx context.Context, recorder events.Record
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return changed, err
 	}
-	sc, err := c.kube.StorageV1().StorageClasses().Get(ctx, efs.StorageClass, metav1.GetOptions{})
-	if err == nil && disown(&sc.ObjectMeta) {
-		if _, err := c.kube.StorageV1().StorageClasses().Update(ctx, sc, metav1.UpdateOptions{FieldManager: adoptionControllerName}); err != nil {
-			return changed, fmt.Errorf("adopting StorageClass %s: %w", efs.StorageClass, err)
-		}
-		changed = append(changed, "StorageClass "+efs.StorageClass)
-	} else if err != nil && !apierrors.IsNotFound(err) {
+	removed, err := c.removeUnusableStorageClass(ctx, recorder)
+	if err != nil {
 		return changed, err
+	}
+	if removed {
+		changed = append(changed, "StorageClass "+efs.StorageClass)
 	}
 	driverChanged, err := c.prepareCSIDriver(ctx, recorder)
 	if driverChanged {
 		changed = append(changed, "CSIDriver "+efs.DriverName)
 	}
 	return changed, err
+}
+
+// removeUnusableStorageClass deletes the StorageClass efs-sc that the community operator and
+// this operator's earlier releases created without parameters. The driver needs a file system
+// and a provisioning mode to provision anything, so a claim on that class reached the
+// provisioner only to fail; without the class, such a claim stays Pending with an event naming
+// the missing class. SharedVolumes keep binding: their claims name their volume, and binding a
+// named volume does not read the class. A class with parameters is an admin's and stays.
+func (c *adoptionController) removeUnusableStorageClass(ctx context.Context, recorder events.Recorder) (bool, error) {
+	sc, err := c.kube.StorageV1().StorageClasses().Get(ctx, efs.StorageClass, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if sc.Provisioner != efs.DriverName || len(sc.Parameters) > 0 {
+		return false, nil
+	}
+	err = c.kube.StorageV1().StorageClasses().Delete(ctx, sc.Name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &sc.UID, ResourceVersion: &sc.ResourceVersion},
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("removing StorageClass %s, which has no parameters and cannot provision: %w", efs.StorageClass, err)
+	}
+	recorder.Eventf("UnusableStorageClassRemoved", "Deleted StorageClass %s: it names no EFS file system, so no claim could be provisioned from it", efs.StorageClass)
+	return true, nil
 }
 
 // prepareCSIDriver lets library-go's ApplyCSIDriver update the existing CSIDriver instead of

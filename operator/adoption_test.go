@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,10 +28,16 @@ const communityLabel = efs.CommunityOwnedLabel
 // (docs/architecture.md#the-community-efs-operator): its SharedVolume CRD, and the driver objects, labelled and owned by the CRD.
 func seedCommunityInstall(ctx context.Context, t *testing.T, h *harness) []client.Object {
 	t.Helper()
+	return seedCommunityInstallIn(ctx, t, h, ns)
+}
+
+// seedCommunityInstallIn is seedCommunityInstall with the driver in namespace.
+func seedCommunityInstallIn(ctx context.Context, t *testing.T, h *harness, namespace string) []client.Object {
+	t.Helper()
 	crd, err := testbed.DecodeCRD(communitycrd.SharedVolumes)
 	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, h.c, crd))
-	objects, err := fixture.CommunityDriver(ctx, h.c, ns)
+	objects, err := fixture.CommunityDriver(ctx, h.c, namespace)
 	must(t, err)
 	return objects
 }
@@ -76,11 +84,14 @@ func TestAdoptsTheCommunityDriverInPlace(t *testing.T) {
 		}
 		return nil
 	}))
-	scc := community[1]
+	// What only the community driver used goes: its SCC, and its StorageClass, which names no
+	// file system and so could not provision anything.
+	scc, storageClass := community[1], community[3]
 	must(t, eventually(ctx, "the community SCC to go", h.gone(scc)))
+	must(t, eventually(ctx, "the parameterless StorageClass to go", h.gone(storageClass)))
 	must(t, eventually(ctx, "adoption to settle", h.conditionIs("AWSEFSDriverAdoptionProgressing", operatorv1.ConditionFalse)))
 
-	adopted := append(community[:1:1], community[2:]...) // all but the SCC
+	adopted := []client.Object{community[0], community[2], community[4]} // ServiceAccount, CSIDriver, DaemonSet
 	for _, o := range adopted {
 		key := fmt.Sprintf("%T/%s", o, o.GetName())
 		must(t, h.c.Get(ctx, client.ObjectKeyFromObject(o), o))
@@ -116,4 +127,55 @@ func TestAdoptsTheCommunityDriverInPlace(t *testing.T) {
 			t.Errorf("%T %s was collected with the CRD: %v", o, o.GetName(), err)
 		}
 	}
+}
+
+// TestNeverTwoNodePlugins: a community driver left in another namespace (the community operator
+// uninstalled, the supported one installed into its own namespace) cannot be adopted in place.
+// The operator deploys nothing while it runs, says why and how to fix it, and deploys the driver
+// once it is gone.
+func TestNeverTwoNodePlugins(t *testing.T) {
+	fixture.SetOperatorEnv(t)
+	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const elsewhere = "openshift-operators"
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}))
+	community := &appsv1.DaemonSet{}
+	for _, o := range seedCommunityInstallIn(ctx, t, h, elsewhere) {
+		if ds, ok := o.(*appsv1.DaemonSet); ok {
+			community = ds
+		}
+	}
+
+	h.runOperator()
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	must(t, eventually(ctx, "the refusal", func(ctx context.Context) error {
+		cr, err := h.cr(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range cr.Status.Conditions {
+			if c.Type == "AWSEFSDriverAdoptionDegraded" {
+				if c.Status != operatorv1.ConditionTrue || !strings.Contains(c.Message, "oc delete daemonset efs-csi-node -n "+elsewhere) {
+					return fmt.Errorf("%s=%s: %s", c.Type, c.Status, c.Message)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no AWSEFSDriverAdoptionDegraded condition")
+	}))
+	// The refusal is written on every sync; the operand controllers, gated until adoption, have
+	// had the same time to act.
+	for _, obj := range []client.Object{
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}},
+	} {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s exists next to the community node plugin (%v)", obj, obj.GetName(), err)
+		}
+	}
+
+	must(t, h.c.Delete(ctx, community))
+	must(t, eventually(ctx, "the driver's node DaemonSet", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}})))
+	must(t, eventually(ctx, "the refusal to clear", h.conditionIs("AWSEFSDriverAdoptionDegraded", operatorv1.ConditionFalse)))
 }

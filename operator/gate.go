@@ -37,8 +37,8 @@ func (c *gatedClient) view(spec *operatorv1.OperatorSpec) *operatorv1.OperatorSp
 	if state == operatorv1.Removed && !c.gate.removalAllowed.Load() {
 		state = operatorv1.Managed
 	}
-	// Once removal is allowed, a deleted CR is a Removed one: library-go's static resource and
-	// StorageClass controllers would otherwise re-apply their objects until the CR is gone.
+	// Once removal is allowed, a deleted CR is a Removed one: library-go's operand controllers
+	// would otherwise re-apply their objects until the CR is gone.
 	if meta, err := c.OperatorClientWithFinalizers.GetObjectMeta(); err == nil && meta.DeletionTimestamp != nil && c.gate.removalAllowed.Load() {
 		state = operatorv1.Removed
 	}

@@ -176,3 +176,33 @@ func TestARotatedMetricsCertificateRestartsTheController(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestKubeRBACProxyFollowsTheClusterTLSProfile backs the CSV's tls-profiles claim: the driver's
+// metrics endpoint serves with the TLS profile of APIServer/cluster, and follows a change of it.
+func TestKubeRBACProxyFollowsTheClusterTLSProfile(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
+	minVersionIs := func(want string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := h.c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
+				return err
+			}
+			for _, c := range deployment.Spec.Template.Spec.Containers {
+				if c.Name == "provisioner-kube-rbac-proxy" {
+					if !slices.Contains(c.Args, "--tls-min-version="+want) {
+						return fmt.Errorf("kube-rbac-proxy args %q lack --tls-min-version=%s", c.Args, want)
+					}
+					return nil
+				}
+			}
+			return fmt.Errorf("no kube-rbac-proxy container")
+		}
+	}
+	must(t, eventually(ctx, "the default (Intermediate) profile", minVersionIs(string(configv1.VersionTLS12))))
+
+	var apiServer configv1.APIServer
+	must(t, h.c.Get(ctx, client.ObjectKey{Name: "cluster"}, &apiServer))
+	apiServer.Spec.TLSSecurityProfile = &configv1.TLSSecurityProfile{Type: configv1.TLSProfileModernType, Modern: &configv1.ModernTLSProfile{}}
+	must(t, h.c.Update(ctx, &apiServer))
+	must(t, eventually(ctx, "the Modern profile", minVersionIs(string(configv1.VersionTLS13))))
+}

@@ -112,8 +112,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			[]factory.Informer{configMaps.Informer()},
 			csidrivernodeservicecontroller.WithObservedProxyDaemonSetHook(),
 			csidrivernodeservicecontroller.WithCABundleDaemonSetHook(ns, trustedCAConfigMap, configMaps),
-		).
-		WithStorageClassController("AWSEFSDriverStorageClassController", read, []string{assets.StorageClassFile}, kubeClient, nsInformers, operatorInformers)
+		)
 
 	csiDriverManifest, err := read("csidriver.yaml")
 	if err != nil {

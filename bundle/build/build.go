@@ -16,7 +16,9 @@ import (
 	"github.com/operator-framework/api/pkg/lib/version"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
@@ -91,12 +93,36 @@ func One(o *definition.Operator, r definition.Release) (*Bundle, error) {
 	for _, crd := range o.OwnedCRDs {
 		b.Files[path.Join(ManifestsDir, crdFileName(crd.Name))] = crd.Manifest
 	}
+	for _, obj := range o.Manifests {
+		name, err := manifestFileName(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", csvName, err)
+		}
+		if b.Files[path.Join(ManifestsDir, name)], err = manifestYAML(obj); err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", csvName, name, err)
+		}
+	}
 	annotations := bundleAnnotations(o, r)
 	if b.Files[AnnotationsFile], err = yaml.Marshal(map[string]any{"annotations": annotations}); err != nil {
 		return nil, fmt.Errorf("%s: encoding annotations: %w", csvName, err)
 	}
 	b.Files[DockerfileFile] = dockerfile(annotations)
 	return b, nil
+}
+
+// manifestFileName follows operator-sdk's naming: <name>_<group>_<version>_<kind>.yaml, the
+// group left out for the core API.
+func manifestFileName(obj runtime.Object) (string, error) {
+	meta, err := apimeta.Accessor(obj)
+	if err != nil {
+		return "", fmt.Errorf("a bundle manifest %T has no metadata: %w", obj, err)
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if meta.GetName() == "" || gvk.Kind == "" {
+		return "", fmt.Errorf("a bundle manifest %T needs a name and a kind", obj)
+	}
+	parts := []string{meta.GetName(), gvk.Group, gvk.Version, strings.ToLower(gvk.Kind)}
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return p == "" }), "_") + ".yaml", nil
 }
 
 // crdFileName follows controller-gen's naming: <group>_<plural>.yaml.
@@ -153,7 +179,7 @@ func CSV(o *definition.Operator, r definition.Release) (*v1alpha1.ClusterService
 	if err != nil {
 		return nil, err
 	}
-	features, err := json.Marshal(featureNames(o.InfrastructureFeatures))
+	features, err := json.Marshal(legacyFeatureNames(o.InfrastructureFeatures))
 	if err != nil {
 		return nil, err
 	}
@@ -174,6 +200,20 @@ func CSV(o *definition.Operator, r definition.Release) (*v1alpha1.ClusterService
 	}
 	if r.SkipRange != "" {
 		annotations["olm.skipRange"] = r.SkipRange
+	}
+	if o.ClusterMonitoring {
+		annotations["operatorframework.io/cluster-monitoring"] = "true"
+	}
+	if o.InitializationResource != nil {
+		m, err := manifestMap(o.InitializationResource)
+		if err != nil {
+			return nil, fmt.Errorf("initialization resource: %w", err)
+		}
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the initialization resource: %w", err)
+		}
+		annotations["operatorframework.io/initialization-resource"] = string(raw)
 	}
 	labels := map[string]string{"operatorframework.io/os.linux": "supported"}
 	for _, arch := range o.Architectures {
@@ -223,10 +263,13 @@ func CSV(o *definition.Operator, r definition.Release) (*v1alpha1.ClusterService
 	return csv, nil
 }
 
-func featureNames(features []definition.InfrastructureFeature) []string {
+// legacyFeatureNames lists the features the legacy annotation knows; OperatorHub rejects others there.
+func legacyFeatureNames(features []definition.InfrastructureFeature) []string {
 	names := make([]string, 0, len(features))
 	for _, f := range features {
-		names = append(names, string(f))
+		if legacy, ok := definition.LegacyInfrastructureFeatures[f]; ok {
+			names = append(names, legacy)
+		}
 	}
 	return names
 }

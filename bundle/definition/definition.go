@@ -58,12 +58,25 @@ type Operator struct {
 	OwnedCRDs []OwnedCRD
 	// NativeAPIs are APIs the cluster must serve for the operator to work (OLM checks them).
 	NativeAPIs []metav1.GroupVersionKind
+	// InitializationResource is the object an admin creates to put the operator to work, when
+	// that object's API is not one the operator owns; OperatorHub offers to create it after the
+	// install (operatorframework.io/initialization-resource). alm-examples may only show owned
+	// APIs, and owning OpenShift's ClusterCSIDriver CRD would hand that CRD to OLM.
+	InitializationResource runtime.Object
 
 	ServiceAccount string
 	// ClusterRules are the operator's cluster-wide permissions; NamespaceRules are granted in the
 	// namespace the operator runs in.
 	ClusterRules   []rbacv1.PolicyRule
 	NamespaceRules []rbacv1.PolicyRule
+
+	// Manifests are further objects of every bundle, which OLM creates in the operator's
+	// namespace: the Service and ServiceMonitor of the operator's metrics, and the RBAC that lets
+	// the monitoring stack find them.
+	Manifests []runtime.Object
+	// ClusterMonitoring asks OperatorHub to label the operator's namespace for the cluster
+	// monitoring stack (operatorframework.io/cluster-monitoring).
+	ClusterMonitoring bool
 
 	DeploymentName string
 	// Deployment builds the operator Deployment of a release; images come from the release.
@@ -89,28 +102,42 @@ const (
 	Certified Catalog = "certified"
 )
 
-// InfrastructureFeature is a value of the operators.openshift.io/infrastructure-features annotation.
+// InfrastructureFeature is an OpenShift infrastructure feature an operator declares support for.
 type InfrastructureFeature string
 
-// The infrastructure features OpenShift's OperatorHub knows, with the features.operators.openshift.io
-// annotation each one maps to.
+// The infrastructure features OpenShift's OperatorHub filters on.
 const (
-	Disconnected InfrastructureFeature = "disconnected"
-	ProxyAware   InfrastructureFeature = "proxy-aware"
-	FIPS         InfrastructureFeature = "fips"
-	TLSProfiles  InfrastructureFeature = "tls-profiles"
-	TokenAuthAWS InfrastructureFeature = "token-auth-aws"
-	CSI          InfrastructureFeature = "csi"
+	Disconnected   InfrastructureFeature = "disconnected"
+	ProxyAware     InfrastructureFeature = "proxy-aware"
+	FIPS           InfrastructureFeature = "fips"
+	TLSProfiles    InfrastructureFeature = "tls-profiles"
+	TokenAuthAWS   InfrastructureFeature = "token-auth-aws"
+	TokenAuthAzure InfrastructureFeature = "token-auth-azure"
+	TokenAuthGCP   InfrastructureFeature = "token-auth-gcp"
+	CSI            InfrastructureFeature = "csi"
 )
 
-// FeatureAnnotations maps each infrastructure feature to its features.operators.openshift.io annotation.
+// FeatureAnnotations maps each infrastructure feature to its features.operators.openshift.io
+// annotation; every CSV carries all of them, "true" or "false".
 var FeatureAnnotations = map[InfrastructureFeature]string{
-	Disconnected: "features.operators.openshift.io/disconnected",
-	ProxyAware:   "features.operators.openshift.io/proxy-aware",
-	FIPS:         "features.operators.openshift.io/fips-compliant",
-	TLSProfiles:  "features.operators.openshift.io/tls-profiles",
-	TokenAuthAWS: "features.operators.openshift.io/token-auth-aws",
-	CSI:          "features.operators.openshift.io/csi",
+	Disconnected:   "features.operators.openshift.io/disconnected",
+	ProxyAware:     "features.operators.openshift.io/proxy-aware",
+	FIPS:           "features.operators.openshift.io/fips-compliant",
+	TLSProfiles:    "features.operators.openshift.io/tls-profiles",
+	TokenAuthAWS:   "features.operators.openshift.io/token-auth-aws",
+	TokenAuthAzure: "features.operators.openshift.io/token-auth-azure",
+	TokenAuthGCP:   "features.operators.openshift.io/token-auth-gcp",
+	CSI:            "features.operators.openshift.io/csi",
+}
+
+// LegacyInfrastructureFeatures are the values the older operators.openshift.io/infrastructure-features
+// annotation knows, for the features that have one. TLS profiles and short-lived cloud tokens
+// came after that annotation and exist only as features.operators.openshift.io annotations.
+var LegacyInfrastructureFeatures = map[InfrastructureFeature]string{
+	Disconnected: "disconnected",
+	ProxyAware:   "proxy-aware",
+	FIPS:         "fips",
+	CSI:          "csi",
 }
 
 // OwnedCRD is a CustomResourceDefinition the operator owns and ships in its bundle.

@@ -26,6 +26,9 @@ type OperatorPod struct {
 	// ControlPlane prefers control-plane nodes and tolerates their taint, as OpenShift's own
 	// storage operators do.
 	ControlPlane bool
+	Ports        []corev1.ContainerPort
+	Volumes      []corev1.Volume
+	VolumeMounts []corev1.VolumeMount
 }
 
 // Deployment builds the operator's DeploymentSpec. The container runs with the restricted pod
@@ -39,11 +42,13 @@ func (p OperatorPod) Deployment() appsv1.DeploymentSpec {
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		Containers: []corev1.Container{{
-			Name:    p.Container,
-			Image:   p.Image,
-			Command: p.Command,
-			Args:    p.Args,
-			Env:     p.Env,
+			Name:         p.Container,
+			Image:        p.Image,
+			Command:      p.Command,
+			Args:         p.Args,
+			Env:          p.Env,
+			Ports:        p.Ports,
+			VolumeMounts: p.VolumeMounts,
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceCPU:    resource.MustParse(p.CPU),
 				corev1.ResourceMemory: resource.MustParse(p.Memory),
@@ -56,6 +61,7 @@ func (p OperatorPod) Deployment() appsv1.DeploymentSpec {
 			},
 		}},
 	}
+	spec.Volumes = p.Volumes
 	if p.ControlPlane {
 		spec.Tolerations = []corev1.Toleration{
 			{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},

@@ -11,6 +11,7 @@ import (
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -93,12 +94,21 @@ func (v *validator) checkOperator(o *Operator) {
 			v.addf(where, "unknown infrastructure feature %q", f)
 		}
 	}
+	if r := o.InitializationResource; r != nil {
+		gvk := r.GetObjectKind().GroupVersionKind()
+		if !slices.ContainsFunc(o.NativeAPIs, func(api metav1.GroupVersionKind) bool {
+			return api.Group == gvk.Group && api.Version == gvk.Version && api.Kind == gvk.Kind
+		}) {
+			v.addf(where, "initialization resource is a %s, which is not among the native APIs the operator requires", gvk)
+		}
+	}
 	if _, err := semver.Parse(o.MinKubeVersion); err != nil {
 		v.addf(where, "minKubeVersion %q is not a semantic version: %v", o.MinKubeVersion, err)
 	}
 	v.checkInstallModes(where, o.InstallModes)
 	v.checkChannels(where, o)
 	v.checkOwnedCRDs(where, o.OwnedCRDs)
+	v.checkCRDKubeVersions(where, o)
 	v.checkRBAC(where, "clusterRules", o.ClusterRules)
 	v.checkRBAC(where, "namespaceRules", o.NamespaceRules)
 	if o.ServiceAccount == "" {

@@ -1,11 +1,12 @@
 // Package generate is the `csi-olm bundle generate` verb: it writes the OLM bundle of every
-// release of every operator definition.
+// release of every operator definition, and the drivers' external-storage test manifests.
 package generate
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/testmanifest"
 	"github.com/csi-olm/csi-olm/bundle/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
 )
@@ -23,14 +25,23 @@ type Generate struct {
 	Operators []definition.Operator
 	// Release validates the bundles as released bundles: every image pinned by digest.
 	Release bool
-	Out     io.Writer
+	// TestManifests are the drivers' external-storage test manifests, by slash path relative to
+	// OutputDir, written once the bundles are.
+	TestManifests map[string]testmanifest.Manifest
+	Out           io.Writer
 }
 
-// Run builds, validates and writes the bundles.
+// Run builds, validates and writes the bundles, then the test manifests.
 func (g *Generate) Run(ctx context.Context) error {
 	bundles, err := build.All(g.Operators)
 	if err != nil {
 		return fmt.Errorf("invalid operator definitions, nothing was written:\n%w", err)
+	}
+	manifests := map[string][]byte{}
+	for name, m := range g.TestManifests {
+		if manifests[name], err = m.YAML(); err != nil {
+			return fmt.Errorf("invalid test manifest %s, nothing was written: %w", name, err)
+		}
 	}
 	if err := os.MkdirAll(g.OutputDir, 0o755); err != nil {
 		return fmt.Errorf("creating output directory: %w", err)
@@ -66,6 +77,16 @@ func (g *Generate) Run(ctx context.Context) error {
 	}
 	for _, b := range bundles {
 		fmt.Fprintf(g.Out, "wrote %s (%s)\n", filepath.Join(g.OutputDir, b.Dir()), b.CSVName)
+	}
+	for _, name := range slices.Sorted(maps.Keys(manifests)) {
+		p := filepath.Join(g.OutputDir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("writing test manifest %s: %w", p, err)
+		}
+		if err := fsutil.WriteFileAtomic(p, manifests[name], 0o644); err != nil {
+			return fmt.Errorf("writing test manifest %s: %w", p, err)
+		}
+		fmt.Fprintf(g.Out, "wrote %s (storage test manifest)\n", p)
 	}
 	return nil
 }

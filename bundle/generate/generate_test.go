@@ -21,7 +21,8 @@ var update = flag.Bool("update", false, "rewrite the committed bundles (as `make
 func TestGenerateWritesEveryBundle(t *testing.T) {
 	out := t.TempDir()
 	var log bytes.Buffer
-	g := &generate.Generate{OutputDir: out, Operators: drivers.All(), Out: &log}
+	// As `csi-olm bundle generate` runs it: the test manifests are golden files under bundle/ too.
+	g := &generate.Generate{OutputDir: out, Operators: drivers.All(), TestManifests: drivers.TestManifests(), Out: &log}
 	if err := g.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +34,11 @@ func TestGenerateWritesEveryBundle(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(log.String(), "wrote "); n != 8 {
-		t.Errorf("reported %d bundles written, want 8:\n%s", n, log.String())
+	if n := strings.Count(log.String(), "wrote "); n != 9 {
+		t.Errorf("reported %d files written, want 8 bundles and the EFS test manifest:\n%s", n, log.String())
+	}
+	if _, ok := files[filepath.Join("drivers", "efs", "testing", "manifest.yaml")]; !ok {
+		t.Error("the EFS test manifest was not written")
 	}
 	// The generated tree equals the committed one, which `make verify` also checks with git.
 	testutil.CheckGolden(t, "..", files, *update, "run `make bundle` or `go test ./bundle/generate -update`")
@@ -94,4 +98,24 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 			testutil.AssertUnchanged(t, out, before)
 		})
 	}
+}
+
+// A test manifest that does not render writes nothing either, bundles included.
+func TestGenerateWritesNothingOnBadTestManifest(t *testing.T) {
+	out := t.TempDir()
+	if err := os.WriteFile(filepath.Join(out, "keep.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.Snapshot(t, out)
+	manifests := drivers.TestManifests()
+	for name, m := range manifests {
+		m.StorageClass.FromName = true // a second source beside FromExistingClassName
+		manifests[name] = m
+	}
+	g := &generate.Generate{OutputDir: out, Operators: drivers.All(), TestManifests: manifests, Out: &bytes.Buffer{}}
+	err := g.Run(context.Background())
+	if want := "StorageClass sets 2 sources, want at most one"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want one containing %q", err, want)
+	}
+	testutil.AssertUnchanged(t, out, before)
 }

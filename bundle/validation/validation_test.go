@@ -122,10 +122,10 @@ func TestBrokenBundles(t *testing.T) {
 		{
 			name: "related image on a moving tag and deployment image not mirrored",
 			break_: func(t *testing.T, dir string) {
-				editFile(t, filepath.Join(dir, csvFile), "image: quay.io/brancz/kube-rbac-proxy:v0.20.0", "image: quay.io/brancz/kube-rbac-proxy:latest")
+				editFile(t, filepath.Join(dir, csvFile), "image: quay.io/openshift/origin-kube-rbac-proxy:4.11", "image: quay.io/openshift/origin-kube-rbac-proxy:latest")
 			},
 			want: []wantProblem{
-				{csvFile, `image "quay.io/brancz/kube-rbac-proxy:latest" names the moving tag latest`, validation.Error},
+				{csvFile, `image "quay.io/openshift/origin-kube-rbac-proxy:latest" names the moving tag latest`, validation.Error},
 				{csvFile, "env KUBE_RBAC_PROXY_IMAGE image", validation.Error},
 			},
 		},

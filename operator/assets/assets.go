@@ -36,15 +36,14 @@ var StaticFiles = []string{
 
 // The manifests that the other controllers apply, one each.
 const (
-	ControllerFile   = "controller.yaml"
-	NodeFile         = "node.yaml"
-	StorageClassFile = "storageclass.yaml"
-	CredentialsFile  = "credentials.yaml"
+	ControllerFile  = "controller.yaml"
+	NodeFile        = "node.yaml"
+	CredentialsFile = "credentials.yaml"
 )
 
 // OperandFiles are all the manifests the driver consists of: what the controllers above apply,
 // and exactly what an uninstall deletes.
-var OperandFiles = slices.Concat(StaticFiles, []string{ControllerFile, NodeFile, StorageClassFile, CredentialsFile})
+var OperandFiles = slices.Concat(StaticFiles, []string{ControllerFile, NodeFile, CredentialsFile})
 
 // PrometheusRuleFile is the operator's own alert, not part of the driver: the presence controller
 // keeps it while the operator runs, whatever the CR says.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,6 +31,13 @@ const FieldManager = "aws-efs-csi-driver-operator-sharedvolume"
 // ConditionReady is the condition type of a SharedVolume whose claim is bound and mountable.
 const ConditionReady = "Ready"
 
+// ConditionSpecReverted is the condition type the controller sets, True, when it has put back a
+// spec that was edited after its PV was made; its message names each field with the value the
+// PV records and the value that was refused. It records the latest revert and stays until another
+// replaces it. The API server refuses such edits itself from Kubernetes 1.25; older ones ignore
+// the CRD's rule, as they drop every x-kubernetes-validations rule.
+const ConditionSpecReverted = "SpecReverted"
+
 // Reasons of the Ready condition and of events.
 const (
 	ReasonBound      = "Bound"
@@ -38,6 +46,9 @@ const (
 	ReasonNotAllowed = "FileSystemNotAllowed"
 	ReasonMismatch   = "VolumeMismatch"
 	ReasonDeleting   = "Deleting"
+	// ReasonSpecEdited is the reason of the SpecReverted condition and of the warning event sent
+	// when a spec edit is reverted.
+	ReasonSpecEdited = "ImmutableSpecEdited"
 )
 
 // Reconciler reconciles SharedVolumes.
@@ -90,15 +101,65 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
-	status, err := r.ensure(ctx, sv)
+	pv := &corev1.PersistentVolume{}
+	pvErr := r.getAny(ctx, client.ObjectKey{Name: pvName(sv)}, pv)
+	if pvErr != nil && !apierrors.IsNotFound(pvErr) {
+		return reconcile.Result{}, fmt.Errorf("reading PersistentVolume %s: %w", pvName(sv), pvErr)
+	}
+	var reverted *metav1.Condition
+	if pvErr == nil {
+		if reverted, err = r.keepSpec(ctx, sv, pv); err != nil {
+			return requeueOnConflict(err)
+		}
+	}
+	status, err := r.ensure(ctx, sv, pv, pvErr)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{}, r.writeStatus(ctx, sv, status)
+	if reverted != nil {
+		meta.SetStatusCondition(&status.Conditions, *reverted)
+	}
+	return requeueOnConflict(r.writeStatus(ctx, sv, status))
 }
 
-// ensure creates or adopts the PV and PVC and returns the status they give.
-func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume) (v1alpha1.SharedVolumeStatus, error) {
+// keepSpec puts back the spec of a SharedVolume whose PV exists, when the spec was edited since
+// the PV was made: the community operator documented the spec as immutable and reverted edits
+// the same way, and Kubernetes older than 1.25 ignores the CRD's rule that refuses them. The PV,
+// which a pod may have mounted, is never re-pointed: its volumeHandle is the record of the spec.
+// It returns the SpecReverted condition to set, or nil when there was nothing to revert or the
+// revert was refused (ensure then reports the mismatch).
+func (r *Reconciler) keepSpec(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume) (*metav1.Condition, error) {
+	recorded, ok := recordedSpec(pv)
+	if !ok || !ownedBy(pv, sv) || recorded == sv.Spec {
+		return nil, nil
+	}
+	edits := strings.Join(specEdits(recorded, sv.Spec), " and ")
+	edited := sv.Spec
+	patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	sv.Spec = recorded
+	if err := r.Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
+		sv.Spec = edited
+		if apierrors.IsInvalid(err) {
+			// The API server refuses the revert itself: a spec edited while nothing enforced
+			// the rule (before the CRD with the rule was installed) can no longer change.
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reverting the edit of %s: %w", edits, err)
+	}
+	message := fmt.Sprintf("the edit of %s was reverted: the spec is immutable; PersistentVolume %s mounts %s and is never re-pointed. Create a new SharedVolume to use another file system or access point",
+		edits, pv.Name, pv.Spec.CSI.VolumeHandle)
+	if r.Recorder != nil {
+		r.Recorder.Event(sv, corev1.EventTypeWarning, ReasonSpecEdited, message)
+	}
+	// sv now holds the server's answer, with the generation of the reverted spec.
+	return &metav1.Condition{
+		Type: ConditionSpecReverted, Status: metav1.ConditionTrue, Reason: ReasonSpecEdited, Message: message, ObservedGeneration: sv.Generation,
+	}, nil
+}
+
+// ensure creates or adopts the PV and PVC and returns the status they give. pv is the PV read
+// by Reconcile, and pvErr the error reading it: nil or NotFound.
+func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error) (v1alpha1.SharedVolumeStatus, error) {
 	var ns corev1.Namespace
 	if err := r.Get(ctx, client.ObjectKey{Name: sv.Namespace}, &ns); err != nil {
 		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading namespace %s: %w", sv.Namespace, err)
@@ -106,19 +167,16 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume) (v1a
 	if ok, why := allowed(&ns, sv); !ok {
 		return failed(sv, ReasonNotAllowed, why), nil
 	}
-	pv := &corev1.PersistentVolume{}
-	switch err := r.getAny(ctx, client.ObjectKey{Name: pvName(sv)}, pv); {
-	case apierrors.IsNotFound(err):
+	switch {
+	case apierrors.IsNotFound(pvErr):
 		pv = desiredPV(sv)
 		if err := r.Create(ctx, pv, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
 		}
-	case err != nil:
-		return v1alpha1.SharedVolumeStatus{}, err
 	case !ownedBy(pv, sv):
 		return failed(sv, ReasonCollision, fmt.Sprintf("PersistentVolume %s already exists and belongs to %s: rename this SharedVolume", pv.Name, owner(pv))), nil
 	case !mountsSameAccessPoint(pv, sv):
-		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s", pv.Name, pv.Spec.CSI.VolumeHandle, sv.Spec.FileSystemID, sv.Spec.AccessPointID)), nil
+		return failed(sv, ReasonMismatch, mismatch(pv, sv)), nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	switch err := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: pvcName(sv)}, pvc); {
@@ -157,6 +215,20 @@ func (r *Reconciler) getAny(ctx context.Context, key client.ObjectKey, obj clien
 	return err
 }
 
+// mismatch says why a SharedVolume's own PV does not mount what its spec names.
+func mismatch(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) string {
+	mounts := "no EFS volume"
+	if pv.Spec.CSI != nil {
+		mounts = pv.Spec.CSI.VolumeHandle
+	}
+	if _, ok := recordedSpec(pv); ok {
+		// keepSpec could not put the spec back: the API server refused it.
+		return fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s, and the spec could not be reverted (the API server refuses spec changes): delete this SharedVolume and create a new one",
+			pv.Name, mounts, sv.Spec.FileSystemID, sv.Spec.AccessPointID)
+	}
+	return fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s", pv.Name, mounts, sv.Spec.FileSystemID, sv.Spec.AccessPointID)
+}
+
 func failed(sv *v1alpha1.SharedVolume, reason, message string) v1alpha1.SharedVolumeStatus {
 	status := v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumeFailed, Message: message}
 	setReady(&status, sv, metav1.ConditionFalse, reason, message)
@@ -171,12 +243,20 @@ func setReady(status *v1alpha1.SharedVolumeStatus, sv *v1alpha1.SharedVolume, s 
 	})
 }
 
-// writeStatus writes the status if it changed, and reports phase changes as events.
+// writeStatus writes the status if it changed, and reports phase changes as events. The write
+// is refused with a conflict when the SharedVolume changed since it was read: a status computed
+// from a stale cache must not replace a newer one (a SpecReverted condition would be lost).
 func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus) error {
 	if equality.Semantic.DeepEqual(sv.Status, status) {
 		return nil
 	}
-	if sv.Status.Phase != status.Phase && r.Recorder != nil {
+	old := sv.Status.Phase
+	patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	sv.Status = status
+	if err := r.Status().Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
+		return fmt.Errorf("writing the status: %w", err)
+	}
+	if old != status.Phase && r.Recorder != nil {
 		eventType, reason := corev1.EventTypeNormal, string(status.Phase)
 		if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
 			reason = c.Reason
@@ -186,12 +266,16 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 		}
 		r.Recorder.Event(sv, eventType, reason, statusMessage(status))
 	}
-	patch := client.MergeFrom(sv.DeepCopy())
-	sv.Status = status
-	if err := r.Status().Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("writing the status: %w", err)
-	}
 	return nil
+}
+
+// requeueOnConflict turns a conflict, a write refused because the SharedVolume changed since it
+// was read, into a requeue: the next reconcile reads the newer one. It is no error.
+func requeueOnConflict(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil
+	}
+	return reconcile.Result{}, err
 }
 
 func statusMessage(status v1alpha1.SharedVolumeStatus) string {
@@ -213,7 +297,7 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 		status.Message = ""
 		setReady(&status, sv, metav1.ConditionFalse, ReasonDeleting, "removing the PersistentVolumeClaim, then the PersistentVolume")
 		if err := r.writeStatus(ctx, sv, status); err != nil {
-			return reconcile.Result{}, err
+			return requeueOnConflict(err)
 		}
 	}
 	for _, obj := range []client.Object{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,13 +31,25 @@ type bed struct {
 
 func newBed(t testing.TB) *bed {
 	t.Helper()
+	return newBedWith(t, shippedCRD(t))
+}
+
+// newBedWith starts a bed with this SharedVolume CRD.
+func newBedWith(t testing.TB, svCRD *apiextensionsv1.CustomResourceDefinition) *bed {
+	t.Helper()
 	s := testutil.StartTestBed(t, testbed.Full)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
-	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, s.Client, svCRD))
 	return &bed{t: t, stack: s, c: s.Client}
+}
+
+// shippedCRD is the SharedVolume CRD the EFS bundle ships.
+func shippedCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
+	must(t, err)
+	return svCRD
 }
 
 // run runs the controller until the returned stop is called or the test ends.
@@ -243,20 +256,6 @@ func TestLegacyObjectsAreAdopted(t *testing.T) {
 	if pv.UID != uidPV || pvc.UID != uidPVC || pv.ResourceVersion != rvPV || pvc.ResourceVersion != rvPVC {
 		t.Errorf("legacy objects were changed: PV %s@%s (was %s@%s), PVC %s@%s (was %s@%s)",
 			pv.UID, pv.ResourceVersion, uidPV, rvPV, pvc.UID, pvc.ResourceVersion, uidPVC, rvPVC)
-	}
-}
-
-func TestSpecIsImmutable(t *testing.T) {
-	b := newBed(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	b.namespace(ctx, "team-a", nil)
-	v := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
-	must(t, b.c.Create(ctx, v))
-	v.Spec.FileSystemID = "fs-99999999"
-	err := b.c.Update(ctx, v)
-	if err == nil || !strings.Contains(err.Error(), "spec is immutable") {
-		t.Fatalf("err = %v, want the API server to refuse a spec change", err)
 	}
 }
 

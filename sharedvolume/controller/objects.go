@@ -83,18 +83,53 @@ func desiredPVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// mountsSameAccessPoint reports whether an existing PV mounts the SharedVolume's access point,
-// in the current form (volumeHandle <fs>::<fsap>) or the community operator's older one
-// (volumeHandle <fs> with mount options tls and accesspoint=<fsap>).
-func mountsSameAccessPoint(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) bool {
+// recordedSpec reads back, from a PV made for a SharedVolume, the spec it was made from: the
+// current form (volumeHandle <fs>::<fsap>) or the community operator's older one (volumeHandle
+// <fs> with mount options tls and accesspoint=<fsap>). It reports false for any other volume,
+// whose spec no SharedVolume could have asked for.
+func recordedSpec(pv *corev1.PersistentVolume) (v1alpha1.SharedVolumeSpec, bool) {
 	csi := pv.Spec.CSI
 	if csi == nil || csi.Driver != efs.DriverName {
-		return false
+		return v1alpha1.SharedVolumeSpec{}, false
 	}
-	if csi.VolumeHandle == sv.Spec.FileSystemID+"::"+sv.Spec.AccessPointID {
-		return true
+	parts := strings.Split(csi.VolumeHandle, ":")
+	switch {
+	case len(parts) == 3 && parts[0] != "" && parts[1] == "" && parts[2] != "":
+		return v1alpha1.SharedVolumeSpec{FileSystemID: parts[0], AccessPointID: parts[2]}, true
+	case len(parts) == 1 && parts[0] != "":
+		var fsap string
+		for _, opt := range pv.Spec.MountOptions {
+			if ap, ok := strings.CutPrefix(opt, "accesspoint="); ok {
+				if ap == "" || (fsap != "" && ap != fsap) {
+					return v1alpha1.SharedVolumeSpec{}, false
+				}
+				fsap = ap
+			}
+		}
+		return v1alpha1.SharedVolumeSpec{FileSystemID: parts[0], AccessPointID: fsap}, fsap != ""
 	}
-	return csi.VolumeHandle == sv.Spec.FileSystemID && slices.Contains(pv.Spec.MountOptions, "accesspoint="+sv.Spec.AccessPointID)
+	return v1alpha1.SharedVolumeSpec{}, false
+}
+
+// mountsSameAccessPoint reports whether an existing PV mounts the SharedVolume's access point.
+func mountsSameAccessPoint(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) bool {
+	recorded, ok := recordedSpec(pv)
+	return ok && recorded == sv.Spec
+}
+
+// specEdits describes how a spec differs from the one a PV records, field by field, from the
+// recorded value to the edited one: "spec.fileSystemID from fs-01 to fs-02".
+func specEdits(recorded, spec v1alpha1.SharedVolumeSpec) []string {
+	var edits []string
+	for _, f := range []struct{ field, was, now string }{
+		{"spec.fileSystemID", recorded.FileSystemID, spec.FileSystemID},
+		{"spec.accessPointID", recorded.AccessPointID, spec.AccessPointID},
+	} {
+		if f.was != f.now {
+			edits = append(edits, fmt.Sprintf("%s from %s to %s", f.field, f.was, f.now))
+		}
+	}
+	return edits
 }
 
 // allowed checks a SharedVolume against its namespace's allow-list, and says why not.

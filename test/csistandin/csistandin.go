@@ -24,18 +24,19 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// The names each program is run as: the basenames of the upstream images' entrypoints.
+// The names each program is run as: the basenames of its image's entrypoint.
 const (
 	DriverName    = "aws-efs-csi-driver"
 	RegistrarName = "csi-node-driver-registrar"
 	ProbeName     = "livenessprobe"
 )
 
-// Entrypoints are the paths of the upstream images' entrypoints, by program.
+// Entrypoints are the paths of the entrypoints of the images the operator runs, by program: the
+// driver's image, and OpenShift's sidecar images, which install their programs in /usr/bin.
 var Entrypoints = map[string]string{
 	DriverName:    "/bin/aws-efs-csi-driver",
-	RegistrarName: "/csi-node-driver-registrar",
-	ProbeName:     "/livenessprobe",
+	RegistrarName: "/usr/bin/csi-node-driver-registrar",
+	ProbeName:     "/usr/bin/livenessprobe",
 }
 
 // program is one stand-in: its flags, registered on a flag set, and what it runs.

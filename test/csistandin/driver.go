@@ -24,6 +24,55 @@ const NoEFS = "the csi-olm stand-in driver has no EFS file system to reach"
 // NameserversLog starts the driver's log line that lists the pod's DNS servers.
 const NameserversLog = "DNS nameservers: "
 
+// HostMountsLog starts the driver's log line that lists what its pod gives it of the host:
+// which of the paths SELinux-context mounts read are mount points, and its memory limit.
+const HostMountsLog = "host mounts and limits: "
+
+// hostMounts reports, for each path, whether it is a mount point in this container.
+func hostMounts(paths ...string) map[string]bool {
+	mounted := map[string]bool{}
+	for _, p := range paths {
+		mounted[p] = false
+	}
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return mounted
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			if _, ok := mounted[f[4]]; ok {
+				mounted[f[4]] = true
+			}
+		}
+	}
+	return mounted
+}
+
+// memoryLimit is the container's cgroup memory limit, as cgroup v1 or v2 shows it, with the
+// host's /sys/fs mounted or not; "" when none is readable.
+func memoryLimit() string {
+	raw, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(string(raw), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		var candidates []string
+		switch {
+		case parts[1] == "memory" || strings.Contains(parts[1], "memory,") || strings.HasSuffix(parts[1], ",memory"):
+			candidates = []string{"/sys/fs/cgroup/memory" + parts[2] + "/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+		case parts[0] == "0" && parts[1] == "":
+			candidates = []string{"/sys/fs/cgroup" + parts[2] + "/memory.max", "/sys/fs/cgroup/memory.max"}
+		}
+		for _, c := range candidates {
+			if v, err := os.ReadFile(c); err == nil {
+				return strings.TrimSpace(string(v))
+			}
+		}
+	}
+	return ""
+}
+
 // nameservers lists the nameserver lines of a resolv.conf; none when it cannot be read.
 func nameservers(path string) []string {
 	raw, err := os.ReadFile(path)
@@ -100,6 +149,7 @@ func (d *Driver) run(ctx context.Context, logger *log.Logger) error {
 	// The upstream driver resolves mount targets and the cluster's proxy through the pod's DNS
 	// settings; logging them lets a test check the pod's dnsPolicy.
 	logger.Printf("%s%v", NameserversLog, nameservers("/etc/resolv.conf"))
+	logger.Printf("%s%v memory.limit=%s", HostMountsLog, hostMounts("/etc/selinux", "/sys/fs"), memoryLimit())
 	d.logger = logger
 	return serveGRPC(ctx, logger, path, func(s *grpc.Server) {
 		csi.RegisterIdentityServer(s, d)

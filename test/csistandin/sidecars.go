@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -62,6 +63,9 @@ type Registrar struct {
 	stop context.CancelCauseFunc
 }
 
+// HealthzAnsweredLog starts the registrar's log line for the first health check it passed.
+const HealthzAnsweredLog = "answered a health check: "
+
 func (r *Registrar) flags(fs *flag.FlagSet) {
 	fs.StringVar(&r.CSIAddress, "csi-address", "/run/csi/socket", "the driver's socket in this container")
 	fs.StringVar(&r.KubeletRegistrationPath, "kubelet-registration-path", "", "the driver's socket on the host")
@@ -102,11 +106,13 @@ func (r *Registrar) run(ctx context.Context, logger *log.Logger) error {
 	r.stop = cancel
 	if r.HTTPEndpoint != "" {
 		go func() {
-			cancel(serveHTTP(ctx, logger, r.HTTPEndpoint, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			var answered sync.Once
+			cancel(serveHTTP(ctx, logger, r.HTTPEndpoint, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 				if _, err := os.Stat(socket); err != nil {
 					http.Error(w, err.Error(), http.StatusInternalServerError)
 					return
 				}
+				answered.Do(func() { logger.Printf("%s%s from %s", HealthzAnsweredLog, req.URL.Path, req.UserAgent()) })
 				fmt.Fprintln(w, "ok")
 			})))
 		}()

@@ -47,9 +47,10 @@ func pushDriverImages(tb testing.TB, s *testbed.Stack, operator corev1.Container
 		efs.DriverImageEnv:        {Binary: standIn, Paths: []string{csistandin.Entrypoints[csistandin.DriverName]}, Root: true},
 		efs.RegistrarImageEnv:     {Binary: standIn, Paths: []string{csistandin.Entrypoints[csistandin.RegistrarName]}, Root: true},
 		efs.LivenessProbeImageEnv: {Binary: standIn, Paths: []string{csistandin.Entrypoints[csistandin.ProbeName]}, Root: true},
-		efs.ProvisionerImageEnv:   {Binary: read(s.Tools().CSIProvisioner), Paths: []string{"/csi-provisioner"}, Root: true},
-		// Upstream's image runs it as a non-root user.
-		efs.KubeRBACProxyImageEnv: {Binary: read(s.Tools().KubeRBACProxy), Paths: []string{"/usr/local/bin/kube-rbac-proxy"}},
+		// Where OpenShift's sidecar images install them; its kube-rbac-proxy image runs as a
+		// non-root user.
+		efs.ProvisionerImageEnv:   {Binary: read(s.Tools().CSIProvisioner), Paths: []string{"/usr/bin/csi-provisioner"}, Root: true},
+		efs.KubeRBACProxyImageEnv: {Binary: read(s.Tools().KubeRBACProxy), Paths: []string{"/usr/bin/kube-rbac-proxy"}},
 	}
 	for _, e := range operator.Env {
 		if strings.HasSuffix(e.Name, "_IMAGE") {
@@ -141,12 +142,28 @@ func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns 
 		tb.Fatal(err)
 	}
 
-	// The node plugin runs on the host's network but must resolve through the cluster DNS.
 	for _, p := range pods {
 		if strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-") {
 			log := containerLog(ctx, s, &p, "efs-plugin", 0)
+			// The node plugin runs on the host's network but must resolve through the cluster DNS.
 			if line := firstLineWith(log, csistandin.NameserversLog); !strings.Contains(line, testbed.ClusterDNS) {
 				tb.Errorf("the node plugin does not resolve through the cluster DNS %s: %q", testbed.ClusterDNS, line)
+			}
+			// Mounting with an SELinux context reads the host's policy and selinuxfs, and the
+			// kubelet bounds the plugin's memory at 1 GiB.
+			if line := firstLineWith(log, csistandin.HostMountsLog); !strings.Contains(line, "/etc/selinux:true") ||
+				!strings.Contains(line, "/sys/fs:true") || !strings.Contains(line, "memory.limit=1073741824") {
+				tb.Errorf("the node plugin lacks the host's /etc/selinux or /sys/fs, or its memory limit: %q", line)
+			}
+			// The kubelet probes the registrar's /healthz, which restarts it if its
+			// registration socket goes; the stand-in logs the first probe it answers.
+			if err := testutil.Eventually(ctx, "the kubelet to probe the registrar", func(ctx context.Context) error {
+				if line := firstLineWith(containerLog(ctx, s, &p, "csi-driver-registrar", 0), csistandin.HealthzAnsweredLog); line == "" {
+					return fmt.Errorf("no %q in the registrar's log", csistandin.HealthzAnsweredLog)
+				}
+				return nil
+			}); err != nil {
+				tb.Error(err)
 			}
 		}
 	}

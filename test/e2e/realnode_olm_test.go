@@ -118,8 +118,17 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	if line := firstLineWith(logs, "forbidden"); line != "" {
 		t.Errorf("the operator was refused by the API server: %s", line)
 	}
+	// The cluster's Prometheus scrapes the operator through what its bundle ships; without the
+	// ClusterCSIDriver, AWSEFSDriverNotEnabled's expression gives the one series that fires.
+	actAsClusterPrometheus(ctx, t, s)
+	if n := notEnabledSeries(ctx, t, s, pod.Namespace, scrapeOperator(ctx, t, s, pod.Namespace)); n != 1 {
+		t.Errorf("without the ClusterCSIDriver, %s's expression gives %d series, want 1", notEnabledAlert, n)
+	}
 	placed, running := deployDriver(ctx, t, s, pod)
 	t.Logf("ClusterCSIDriver -> driver pods placed on the node: %s, Running and Ready: %s", placed.Round(100*time.Millisecond), running.Round(100*time.Millisecond))
+	if n := notEnabledSeries(ctx, t, s, pod.Namespace, scrapeOperator(ctx, t, s, pod.Namespace)); n != 0 {
+		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
+	}
 	ready := appTeamMountsASharedVolume(ctx, t, s)
 	t.Logf("SharedVolume created -> Ready: %s", ready.Round(100*time.Millisecond))
 	uninstall(ctx, t, s, pod)

@@ -58,7 +58,7 @@ func Operator() d.Operator {
 			Version:     api.GroupVersion.Version,
 			Kind:        api.Kind,
 			DisplayName: "AWS EBS CSI Driver",
-			Description: "Deploys and configures the AWS EBS CSI driver. Only the object named cluster is used.",
+			Description: "Deploys and configures the AWS EBS CSI driver. Its name must be cluster.",
 			Manifest:    crd.AWSEBSDrivers,
 			Example: &api.AWSEBSDriver{
 				TypeMeta:   metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: api.Kind},

@@ -5,6 +5,7 @@
 package efs
 
 import (
+	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -48,6 +49,39 @@ one of the community aws-efs-operator, so existing SharedVolumes keep working.
 Edit only ` + "`spec.source`" + ` of the existing Subscription to this catalog. The running driver is adopted in
 place, by name, once the ClusterCSIDriver above is created; volumes stay mounted throughout.
 
+## Dynamic provisioning
+The operator creates no StorageClass: EFS provisions only from a class that names a file system.
+To provision volumes as EFS access points, create one:
+
+` + "```yaml" + `
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: efs-sc
+provisioner: efs.csi.aws.com
+parameters:
+  provisioningMode: efs-ap
+  fileSystemId: fs-0123456789abcdef0
+  directoryPerms: "700"
+` + "```" + `
+
+Earlier releases, and the community aws-efs-operator, created ` + "`efs-sc`" + ` without parameters, so a claim
+on it failed at the provisioner. The operator deletes that class; a class with parameters is
+left alone. Claims of SharedVolumes still name ` + "`efs-sc`" + ` and keep binding, because they name their volume.
+
+## Clusters with AWS STS (short-lived credentials)
+On a cluster whose cloud credentials are in manual mode with AWS Security Token Service:
+
+1. Save the operator's CredentialsRequest
+   ([operator/assets/credentials.yaml](https://github.com/csi-olm/csi-olm/blob/main/operator/assets/credentials.yaml))
+   in a directory and create its IAM role with
+   ` + "`ccoctl aws create-iam-roles --name=<name> --region=<region> --credentials-requests-dir=<dir> --identity-provider-arn=<OIDC provider ARN>`" + `.
+2. Install the operator with the role's ARN: OperatorHub asks for it, or set ` + "`ROLEARN`" + ` in the
+   Subscription's ` + "`spec.config.env`" + `.
+3. The operator adds the role and the service account token path to its CredentialsRequest; the
+   cloud-credential operator writes Secret ` + "`aws-efs-cloud-credentials`" + `, which the driver's controller
+   reads together with its projected service account token (audience ` + "`openshift`" + `).
+
 ## Deleting dynamically provisioned volumes
 Deleting a PersistentVolume that the driver provisioned deletes its EFS access point, not the
 directory the access point exposed: the data stays in the file system, and is billed, until an
@@ -59,6 +93,9 @@ privileged.
 Deleting the ClusterCSIDriver removes the driver only when no EFS PersistentVolume is left.
 Removing the operator itself leaves the driver and every volume working.
 `
+
+// suggestedNamespace is where OpenShift's storage operators run.
+const suggestedNamespace = "openshift-cluster-csi-drivers"
 
 // Operator returns the supported EFS operator definition.
 func Operator() d.Operator {
@@ -79,8 +116,10 @@ func Operator() d.Operator {
 		Repository:   "https://github.com/csi-olm/csi-olm",
 		Support:      "csi-olm",
 
-		SuggestedNamespace:     "openshift-cluster-csi-drivers",
-		InfrastructureFeatures: []d.InfrastructureFeature{d.Disconnected, d.ProxyAware, d.TokenAuthAWS, d.CSI},
+		SuggestedNamespace: "openshift-cluster-csi-drivers",
+		// kube-rbac-proxy serves the driver's metrics with the cluster's TLS profile (library-go
+		// fills ${TLS_CIPHER_SUITES} and ${TLS_MIN_VERSION} from APIServer/cluster).
+		InfrastructureFeatures: []d.InfrastructureFeature{d.Disconnected, d.ProxyAware, d.TLSProfiles, d.TokenAuthAWS, d.CSI},
 		OpenShiftVersions:      "v4.9",
 		Architectures:          []string{"amd64", "arm64"},
 		MinKubeVersion:         "1.22.0",
@@ -101,6 +140,11 @@ func Operator() d.Operator {
 			},
 		}},
 		NativeAPIs: []metav1.GroupVersionKind{{Group: "operator.openshift.io", Version: "v1", Kind: "ClusterCSIDriver"}},
+		InitializationResource: &operatorv1.ClusterCSIDriver{
+			TypeMeta:   metav1.TypeMeta{APIVersion: operatorv1.GroupVersion.String(), Kind: "ClusterCSIDriver"},
+			ObjectMeta: metav1.ObjectMeta{Name: names.CRName},
+			Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+		},
 
 		ServiceAccount: names.OperatorName,
 		ClusterRules: rules.Join(
@@ -116,6 +160,8 @@ func Operator() d.Operator {
 				rules.UseSCC("privileged"),
 				// The community operator's SCC is removed once its driver is adopted.
 				d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, names.CommunitySCC),
+				// A community node plugin left in another namespace is found, never touched.
+				d.Rule([]string{"apps"}, []string{"daemonsets"}, []string{"list"}),
 				// SharedVolumes create claims in the app teams' namespaces; the allow-list is
 				// read from namespace annotations.
 				d.Rule([]string{""}, []string{"persistentvolumeclaims"}, []string{"create", "delete"}),
@@ -132,17 +178,18 @@ func Operator() d.Operator {
 			// Granted on to the monitoring stack, which discovers the metrics endpoints.
 			d.Rule([]string{""}, []string{"endpoints"}, d.ReadOnly),
 			d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors", "prometheusrules"}, d.ReadWrite),
-			d.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, d.ReadWrite),
 		}),
 
-		DeploymentName: names.OperatorName,
-		Deployment:     deployment,
+		Manifests:         metricsManifests(suggestedNamespace),
+		ClusterMonitoring: true,
+		DeploymentName:    names.OperatorName,
+		Deployment:        deployment,
 		Releases: []d.Release{
 			{
 				Version: "4.9.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
 				CreatedAt:     "2026-09-01T00:00:00Z",
 				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.9.0",
-				Images:        images("v4.9.0", "v5.0.2", "v2.12.0", "v2.14.0", "v0.18.1"),
+				Images:        images("v4.9.0", "4.9"),
 			},
 			{
 				// The first GA release upgrades every community version and the tech preview.
@@ -150,7 +197,7 @@ func Operator() d.Operator {
 				Replaces: "aws-efs-operator.v0.0.8", SkipRange: ">=0.0.6 <4.10.0",
 				CreatedAt:     "2026-10-15T00:00:00Z",
 				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.10.0",
-				Images:        images("v4.10.0", "v5.1.0", "v2.13.0", "v2.15.0", "v0.19.1"),
+				Images:        images("v4.10.0", "4.10"),
 			},
 			{
 				// The head keeps a direct edge from every community version, so a source
@@ -159,7 +206,7 @@ func Operator() d.Operator {
 				Replaces: "aws-efs-csi-driver-operator.v4.10.0", SkipRange: ">=0.0.6 <4.11.0",
 				CreatedAt:     "2026-11-20T00:00:00Z",
 				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0",
-				Images:        images("v4.11.0", "v5.3.0", "v2.15.0", "v2.17.0", "v0.20.0"),
+				Images:        images("v4.11.0", "4.11"),
 			},
 		},
 		Waivers: []d.Waiver{{
@@ -177,20 +224,21 @@ func links() []v1alpha1.AppLink {
 	}
 }
 
-// images lists a release's operand images from their tags, in the order driver, provisioner,
-// node-driver-registrar, livenessprobe, kube-rbac-proxy. `csi-olm release` pins them by digest.
-func images(driver, provisioner, registrar, liveness, rbacProxy string) []d.Image {
+// images lists a release's operand images: the driver at its tag, and OpenShift's own sidecars
+// (which OpenShift's CSI driver guide requires, built and tested with each OpenShift release) at
+// the OpenShift release tag ocp. `csi-olm release` pins them by digest.
+func images(driver, ocp string) []d.Image {
 	return []d.Image{
 		{Name: "aws-efs-csi-driver", Env: names.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver:" + driver},
-		{Name: "csi-external-provisioner", Env: names.ProvisionerImageEnv, Ref: "registry.k8s.io/sig-storage/csi-provisioner:" + provisioner},
-		{Name: "csi-node-driver-registrar", Env: names.RegistrarImageEnv, Ref: "registry.k8s.io/sig-storage/csi-node-driver-registrar:" + registrar},
-		{Name: "csi-livenessprobe", Env: names.LivenessProbeImageEnv, Ref: "registry.k8s.io/sig-storage/livenessprobe:" + liveness},
-		{Name: "kube-rbac-proxy", Env: names.KubeRBACProxyImageEnv, Ref: "quay.io/brancz/kube-rbac-proxy:" + rbacProxy},
+		{Name: "csi-external-provisioner", Env: names.ProvisionerImageEnv, Ref: "quay.io/openshift/origin-csi-external-provisioner:" + ocp},
+		{Name: "csi-node-driver-registrar", Env: names.RegistrarImageEnv, Ref: "quay.io/openshift/origin-csi-node-driver-registrar:" + ocp},
+		{Name: "csi-livenessprobe", Env: names.LivenessProbeImageEnv, Ref: "quay.io/openshift/origin-csi-livenessprobe:" + ocp},
+		{Name: "kube-rbac-proxy", Env: names.KubeRBACProxyImageEnv, Ref: "quay.io/openshift/origin-kube-rbac-proxy:" + ocp},
 	}
 }
 
 func deployment(r d.Release) appsv1.DeploymentSpec {
-	return d.OperatorPod{
+	return metricsPod(d.OperatorPod{
 		Labels:         map[string]string{"app": names.OperatorName},
 		ServiceAccount: names.OperatorName,
 		Container:      names.OperatorName,
@@ -208,5 +256,5 @@ func deployment(r d.Release) appsv1.DeploymentSpec {
 		Memory:        "50Mi",
 		PriorityClass: "system-cluster-critical",
 		ControlPlane:  true,
-	}.Deployment()
+	}).Deployment()
 }

@@ -71,7 +71,7 @@ func Operator() d.Operator {
 			Version:     api.GroupVersion.Version,
 			Kind:        api.Kind,
 			DisplayName: "Manila Driver",
-			Description: "Deploys and configures the OpenStack Manila CSI driver. Only the object named cluster is used.",
+			Description: "Deploys and configures the OpenStack Manila CSI driver. Its name must be cluster.",
 			Manifest:    crd.ManilaDrivers,
 			Example: &api.ManilaDriver{
 				TypeMeta:   metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: api.Kind},

@@ -15,10 +15,12 @@ func newGenerate() *cobra.Command {
 		Long: `Builds a registry+v1 bundle for every release of every operator definition
 (manifests/, metadata/annotations.yaml, bundle.Dockerfile), validates them all, and only then
 replaces each package directory under --output. Invalid definitions or bundles that fail
-validation write nothing.`,
+validation write nothing. It then writes the drivers' external-storage test manifests for
+openshift-tests and e2e.test (drivers/efs/testing/manifest.yaml under --output).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g.Operators = drivers.All()
+			g.TestManifests = drivers.TestManifests()
 			g.Out = cmd.OutOrStdout()
 			return g.Run(cmd.Context())
 		},

@@ -18,6 +18,16 @@ const (
 	FinalizerPrefix = OperatorName + ".operator.openshift.io/"
 )
 
+// The operator's own metrics: library-go serves them on OperatorMetricsPort with the certificate
+// OpenShift's service CA writes for the Service into OperatorMetricsSecret.
+const (
+	OperatorMetricsService = OperatorName + "-metrics"
+	OperatorMetricsSecret  = OperatorName + "-metrics-serving-cert"
+	OperatorMetricsPort    = 8443
+	// OperatorMetricsPortName names the port on the operator's container and its Service.
+	OperatorMetricsPortName = "https"
+)
+
 // The driver the operator deploys.
 const (
 	DriverName           = "efs.csi.aws.com"

@@ -20,6 +20,7 @@ const Kind = "SharedVolume"
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.status.claimRef.name`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
+// +kubebuilder:metadata:annotations="kube-compat.csi-olm.io/self.spec=Kubernetes older than 1.25 ignores the rule that the spec is immutable: there the SharedVolume controller puts an edited spec back from the PersistentVolume it made, which it never re-points, and reports it in an event and the SpecReverted condition."
 type SharedVolume struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -29,8 +30,10 @@ type SharedVolume struct {
 	Status SharedVolumeStatus `json:"status,omitempty"`
 }
 
-// SharedVolumeSpec names the EFS file system and access point to mount. The community operator
-// documented both fields as immutable but never enforced it; here the API server does.
+// SharedVolumeSpec names the EFS file system and access point to mount. Both fields are
+// immutable, as the community operator documented: the API server refuses an edit (Kubernetes
+// 1.25 and later), and the SharedVolume controller reverts one that an older API server let
+// through, from the PersistentVolume it made.
 //
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: create a new SharedVolume to use another file system or access point"
 type SharedVolumeSpec struct {

@@ -22,6 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.status.claimRef.name`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`
+// +kubebuilder:metadata:annotations="kube-compat.csi-olm.io/self.status.claimRef=Kubernetes older than 1.17 ignores that claimRef is atomic, which only server-side apply reads; the community operator writes status with updates, which replace claimRef whole either way. (The field CRD, apiextensions.k8s.io/v1beta1, had no x-kubernetes-map-type; controller-gen takes it from corev1.TypedLocalObjectReference.)"
 type SharedVolume struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

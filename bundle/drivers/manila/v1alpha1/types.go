@@ -29,7 +29,9 @@ var (
 const (
 	// Kind is the ManilaDriver kind name.
 	Kind = "ManilaDriver"
-	// Name is the only name a ManilaDriver may have.
+	// Name is the only name a ManilaDriver may have. The CRD restricts it in the schema of
+	// metadata.name (../crd adds that to what controller-gen generates), not with a CEL rule:
+	// the OpenShift 4.5 clusters this API is for run Kubernetes 1.18, which ignores CEL rules.
 	Name = "cluster"
 	// Finalizer is what the 4.5 operator put on the CR; while it is there, deleting the CR
 	// runs the old operator's uninstall of the driver.
@@ -37,11 +39,13 @@ const (
 )
 
 // ManilaDriver configures the OLM-era operator that manages the OpenStack Manila CSI driver.
+// It is a singleton: the operator acts on the object named cluster alone, and the API server
+// refuses any other name.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=maniladrivers,scope=Cluster
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'cluster'",message="ManilaDriver is a singleton: its name must be cluster"
+// +kubebuilder:metadata:annotations="kube-compat.csi-olm.io/self.status.latestAvailableRevision=Kubernetes older than 1.25 ignores this guard of openshift/api's OperatorStatus against a revision going back. Only the operator writes status, and only library-go's revision controller, which CSI driver operators do not run, sets latestAvailableRevision."
 type ManilaDriver struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -1,0 +1,92 @@
+package build_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/bundle/definition"
+)
+
+// TestCSVAnnotationsTellTheTruth: OperatorHub filters operators on these annotations, so each
+// says what the operator does. The legacy infrastructure-features list holds only values that
+// annotation knows, and agrees with the features.operators.openshift.io annotations.
+func TestCSVAnnotationsTellTheTruth(t *testing.T) {
+	legacyValues := map[string]definition.InfrastructureFeature{}
+	for f, v := range definition.LegacyInfrastructureFeatures {
+		legacyValues[v] = f
+	}
+	for _, b := range buildAll(t) {
+		t.Run(b.Dir(), func(t *testing.T) {
+			csv := csvOf(t, b)
+			var legacy []string
+			if err := json.Unmarshal([]byte(csv.Annotations["operators.openshift.io/infrastructure-features"]), &legacy); err != nil {
+				t.Fatalf("infrastructure-features: %v", err)
+			}
+			for _, v := range legacy {
+				f, ok := legacyValues[v]
+				if !ok {
+					t.Errorf("infrastructure-features lists %q, which that annotation does not know", v)
+					continue
+				}
+				if got := csv.Annotations[definition.FeatureAnnotations[f]]; got != "true" {
+					t.Errorf("infrastructure-features lists %q but %s is %q", v, definition.FeatureAnnotations[f], got)
+				}
+			}
+			for f, key := range definition.FeatureAnnotations {
+				got := csv.Annotations[key]
+				if got != "true" && got != "false" {
+					t.Errorf("%s = %q, want true or false", key, got)
+				}
+				if v, ok := definition.LegacyInfrastructureFeatures[f]; ok && got == "true" && !slices.Contains(legacy, v) {
+					t.Errorf("%s is true but infrastructure-features lacks %q", key, v)
+				}
+			}
+			for _, p := range slices.Concat(csv.Spec.InstallStrategy.StrategySpec.Permissions, csv.Spec.InstallStrategy.StrategySpec.ClusterPermissions) {
+				for _, r := range p.Rules {
+					// No operator here creates PodDisruptionBudgets.
+					if slices.Contains(r.Resources, "poddisruptionbudgets") {
+						t.Errorf("%s is granted %v on poddisruptionbudgets, which it never uses", p.ServiceAccountName, r.Verbs)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSupportedEFSAnnotations: the supported EFS operator serves with the cluster's TLS profile
+// and runs with STS, and OperatorHub offers the ClusterCSIDriver that enables the driver.
+func TestSupportedEFSAnnotations(t *testing.T) {
+	found := 0
+	for _, b := range buildAll(t) {
+		if !strings.HasPrefix(b.CSVName, "aws-efs-csi-driver-operator.") {
+			continue
+		}
+		found++
+		csv := csvOf(t, b)
+		for _, key := range []string{definition.FeatureAnnotations[definition.TLSProfiles], definition.FeatureAnnotations[definition.TokenAuthAWS]} {
+			if csv.Annotations[key] != "true" {
+				t.Errorf("%s: %s = %q, want true", b.Dir(), key, csv.Annotations[key])
+			}
+		}
+		var cr operatorv1.ClusterCSIDriver
+		if err := yaml.UnmarshalStrict([]byte(csv.Annotations["operatorframework.io/initialization-resource"]), &cr); err != nil {
+			t.Errorf("%s: initialization resource: %v", b.Dir(), err)
+		}
+		if cr.Kind != "ClusterCSIDriver" || cr.Name != "efs.csi.aws.com" || cr.Spec.ManagementState != operatorv1.Managed {
+			t.Errorf("%s: initialization resource is %s %q (%s), want ClusterCSIDriver efs.csi.aws.com Managed", b.Dir(), cr.Kind, cr.Name, cr.Spec.ManagementState)
+		}
+		for _, want := range []string{"ROLEARN", "ccoctl aws create-iam-roles", "CredentialsRequest"} {
+			if !strings.Contains(csv.Spec.Description, want) {
+				t.Errorf("%s: the description does not say how to run with STS (%q)", b.Dir(), want)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no supported EFS bundle was built")
+	}
+}
