@@ -2,8 +2,8 @@ package definition
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -102,12 +102,7 @@ func (v *validator) checkCRDKubeVersions(where string, o *Operator) {
 			v.addf(where, "%s %s at %s: %s needs Kubernetes %s, but minKubeVersion is %s, and an older API server drops it: %s. Raise minKubeVersion to %s, or say how this holds there in the CRD annotation %s%s",
 				at, u.version, u.place, what, u.feature.since, minKube, u.feature.lost, u.feature.since, KubeCompatAnnotationPrefix, u.place)
 		}
-		keys := make([]string, 0, len(crd.Annotations))
-		for k := range crd.Annotations {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, key := range keys {
+		for _, key := range slices.Sorted(maps.Keys(crd.Annotations)) {
 			place, ok := strings.CutPrefix(key, KubeCompatAnnotationPrefix)
 			if !ok {
 				continue

@@ -59,3 +59,13 @@ func RestrictName(manifest []byte, names ...string) ([]byte, error) {
 	// As controller-gen writes it.
 	return append([]byte("---\n"), bytes.TrimPrefix(out, []byte("---\n"))...), nil
 }
+
+// MustRestrictName is RestrictName for a manifest embedded at build time, whose failure is a
+// bug of the build: it panics naming kind.
+func MustRestrictName(kind string, manifest []byte, names ...string) []byte {
+	out, err := RestrictName(manifest, names...)
+	if err != nil {
+		panic(fmt.Sprintf("the generated %s CRD: %v", kind, err))
+	}
+	return out
+}

@@ -3,7 +3,6 @@ package crd
 
 import (
 	_ "embed"
-	"fmt"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/crdschema"
@@ -18,12 +17,4 @@ var generated []byte
 // also allows the name `cluster` only. The OLM-era operator acts on that object alone, and the
 // clusters this CRD is for run Kubernetes 1.18 (OpenShift 4.5), which enforces a schema
 // restriction of metadata.name but ignores CEL rules (x-kubernetes-validations, from 1.25).
-var AWSEBSDrivers = mustRestrictName(generated, v1alpha1.Name)
-
-func mustRestrictName(manifest []byte, name string) []byte {
-	out, err := crdschema.RestrictName(manifest, name)
-	if err != nil {
-		panic(fmt.Sprintf("the generated AWSEBSDriver CRD: %v", err))
-	}
-	return out
-}
+var AWSEBSDrivers = crdschema.MustRestrictName("AWSEBSDriver", generated, v1alpha1.Name)
