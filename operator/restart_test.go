@@ -25,8 +25,8 @@ func buildOperator(t testing.TB) string {
 	return testutil.BuildBinary(t, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator")
 }
 
-// operatorProcess is the operator binary running against the stack.
-type operatorProcess struct {
+// process is a binary (the operator's, or a sidecar's) running against the stack.
+type process struct {
 	cmd *exec.Cmd
 	log string
 	// exited is closed when the process ended; err is how.
@@ -35,18 +35,18 @@ type operatorProcess struct {
 }
 
 // output is what the process printed so far.
-func (p *operatorProcess) output() string {
+func (p *process) output() string {
 	raw, _ := os.ReadFile(p.log)
 	return string(raw)
 }
 
-// startOperatorProcess runs the operator binary with args and with env as its only environment
+// startProcess runs a binary with args and with env as its only environment
 // (besides PATH), logging into the stack's logs; it is killed when the test ends.
-func (h *harness) startOperatorProcess(bin string, args, env []string) *operatorProcess {
+func (h *harness) startProcess(bin string, args, env []string) *process {
 	h.t.Helper()
-	p := &operatorProcess{
+	p := &process{
 		cmd:    exec.Command(bin, args...),
-		log:    filepath.Join(h.stack.Dir, "logs", fmt.Sprintf("operator-%d.log", time.Now().UnixNano())),
+		log:    filepath.Join(h.stack.Dir, "logs", fmt.Sprintf("%s-%d.log", filepath.Base(bin), time.Now().UnixNano())),
 		exited: make(chan struct{}),
 	}
 	logFile, err := os.Create(p.log)
@@ -73,13 +73,13 @@ func (h *harness) startOperatorProcess(bin string, args, env []string) *operator
 
 // startOperatorAsAdmin runs the operator binary as the cluster admin, with the images the
 // bundle's Deployment hands it, and without leader election so that a restart does not wait.
-func (h *harness) startOperatorAsAdmin(bin string) *operatorProcess {
+func (h *harness) startOperatorAsAdmin(bin string) *process {
 	h.t.Helper()
 	env := []string{"OPERATOR_NAME=" + efs.OperatorName}
 	for name, image := range fixture.Images {
 		env = append(env, name+"="+image)
 	}
-	return h.startOperatorProcess(bin, []string{"start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
+	return h.startProcess(bin, []string{"start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
 		"--listen", testutil.FreeLoopbackAddr(h.t), "--disable-leader-election"}, env)
 }
 

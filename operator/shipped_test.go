@@ -93,7 +93,7 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	kubeconfig := writeKubeconfig(t, h.grantBundlePermissions(ctx))
 	args, env := shippedCommand(t)
 
-	p := h.startOperatorProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", testutil.FreeLoopbackAddr(t)), env)
+	p := h.startProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", testutil.FreeLoopbackAddr(t)), env)
 	alive := func(what string) {
 		t.Helper()
 		select {

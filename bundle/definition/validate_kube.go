@@ -48,7 +48,7 @@ var (
 		"a refusal names the place of the rule, not the field"}
 	// Alpha behind CRDValidationRatcheting in 1.28 and 1.29, beta and on from 1.30.
 	featureOptionalOldSelf = crdFeature{"optionalOldSelf", semver.MustParse("1.30.0"),
-		"oldSelf is no optional: the rule runs on updates only, or the CRD is refused"}
+		"oldSelf is not optional: the rule runs on updates only, or the CRD is refused"}
 	// Alpha behind CustomResourceFieldSelectors in 1.30, beta and on from 1.31.
 	featureSelectableFields = crdFeature{"selectableFields", semver.MustParse("1.31.0"),
 		"field selectors on these fields are refused"}
@@ -159,12 +159,7 @@ func schemaUses(uses []crdUse, version, place string, s *apiextensionsv1.JSONSch
 	if s.XMapType != nil {
 		uses = append(uses, crdUse{version, place, featureMapType, fmt.Sprintf("%q", *s.XMapType)})
 	}
-	names := make([]string, 0, len(s.Properties))
-	for name := range s.Properties {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.Properties)) {
 		p := s.Properties[name]
 		uses = schemaUses(uses, version, place+"."+name, &p)
 	}

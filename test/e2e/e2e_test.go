@@ -31,6 +31,12 @@ func TestMain(m *testing.M) {
 	}
 	// t.TempDir() follows TMPDIR, so every stack directory lands under runDir.
 	os.Setenv("TMPDIR", runDir)
+	// A node abandoned by an earlier killed run is undone by the first real node's start; undo
+	// it before the snapshot, or that cleanup would read as this run changing the host.
+	if err := testbed.UndoAbandonedNode(func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	before, err := hostSnapshot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

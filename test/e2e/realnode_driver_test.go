@@ -103,8 +103,9 @@ func podProblem(p *corev1.Pod) string {
 // waitDriverRunning waits until the controller Deployment's and node DaemonSet's pods run on
 // the real node with every container Ready, then checks what only running pods prove: the
 // kubelet registered the driver in the node's CSINode (registrar, socket and host paths), and
-// the operator reports the driver Available.
-func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns string) {
+// the operator reports the driver Available. It returns when the pods were first Running and
+// Ready: the later checks wait for the kubelet's first liveness probes, which are no part of it.
+func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns string) time.Time {
 	tb.Helper()
 	c := s.Client
 	err := testutil.Eventually(ctx, "the driver's pods Running and Ready on "+testbed.RealNodeName, func(ctx context.Context) error {
@@ -137,6 +138,7 @@ func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns 
 	if err != nil {
 		tb.Fatalf("%v\n%s", err, driverLogs(ctx, s, ns, 20))
 	}
+	ready := time.Now()
 	pods, err := driverPods(ctx, c, ns)
 	if err != nil {
 		tb.Fatal(err)
@@ -214,6 +216,7 @@ func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns 
 	}); err != nil {
 		tb.Fatal(err)
 	}
+	return ready
 }
 
 // containerLog is one container's log, its last tail lines (all when 0), or why it cannot be

@@ -31,7 +31,11 @@ const (
 	servingCertsCA      = "serving-certs-ca-bundle"
 	scraperImage        = "quay.io/csi-olm-test/scraper:e2e"
 	notEnabledAlert     = "AWSEFSDriverNotEnabled"
-	presentMetric       = "aws_efs_csi_driver_operator_clustercsidriver_present"
+	// The CSV annotation that asks OperatorHub to label the install namespace, and the label
+	// the cluster's Prometheus selects namespaces by.
+	clusterMonitoringAnnotation = "operatorframework.io/cluster-monitoring"
+	clusterMonitoringLabel      = "openshift.io/cluster-monitoring"
+	presentMetric               = "aws_efs_csi_driver_operator_clustercsidriver_present"
 )
 
 // actAsClusterPrometheus gives the node what OpenShift's monitoring stack is: the prometheus-k8s
@@ -63,6 +67,10 @@ func actAsClusterPrometheus(ctx context.Context, t *testing.T, s *testbed.Stack)
 // It returns the exposition.
 func scrapeOperator(ctx context.Context, t *testing.T, s *testbed.Stack, namespace string) string {
 	t.Helper()
+	var ns corev1.Namespace
+	if err := s.Client.Get(ctx, client.ObjectKey{Name: namespace}, &ns); err != nil || ns.Labels[clusterMonitoringLabel] != "true" {
+		t.Fatalf("the cluster's Prometheus reads no ServiceMonitor in namespace %s (labels %v, %v)", namespace, ns.Labels, err)
+	}
 	var monitor monitoringv1.ServiceMonitor
 	if err := getTyped(ctx, s, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind), namespace, efs.OperatorName, &monitor); err != nil {
 		t.Fatalf("the operator's ServiceMonitor, from its bundle: %v", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,8 +38,8 @@ import (
 var certifiedCSVFile = filepath.Join("..", "..", "bundle", efsPackage, strings.TrimPrefix(certifiedHeadCSV, "aws-efs-csi-driver-operator.v"),
 	"manifests", certifiedHeadCSV+".clusterserviceversion.yaml")
 
-// csvDeployment is the only operator Deployment of a committed CSV, with its only container.
-func csvDeployment(t testing.TB, file string) operatorsv1alpha1.StrategyDeploymentSpec {
+// readCSV reads a committed CSV.
+func readCSV(t testing.TB, file string) *operatorsv1alpha1.ClusterServiceVersion {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -48,7 +49,13 @@ func csvDeployment(t testing.TB, file string) operatorsv1alpha1.StrategyDeployme
 	if err := yaml.Unmarshal(raw, &csv); err != nil {
 		t.Fatal(err)
 	}
-	specs := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
+	return &csv
+}
+
+// csvDeployment is the only operator Deployment of a committed CSV, with its only container.
+func csvDeployment(t testing.TB, file string) operatorsv1alpha1.StrategyDeploymentSpec {
+	t.Helper()
+	specs := readCSV(t, file).Spec.InstallStrategy.StrategySpec.DeploymentSpecs
 	if len(specs) != 1 || len(specs[0].Spec.Template.Spec.Containers) != 1 {
 		t.Fatalf("%s has %d deployments; the tests follow the only container of the only one", file, len(specs))
 	}
@@ -215,8 +222,9 @@ func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *co
 // operator's pod to be Ready. It returns the pod and how long each stage took.
 func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack) (*corev1.Pod, map[string]time.Duration) {
 	tb.Helper()
-	c, ns := s.Client, testbed.OperatorsNamespace
+	c := s.Client
 	shipped := shippedOperator(tb)
+	ns := operatorHubNamespace(ctx, tb, s, readCSV(tb, certifiedCSVFile))
 	timings := map[string]time.Duration{}
 	catalogRef := pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image)
 	pushDriverImages(tb, s, shipped.Spec.Template.Spec.Containers[0])
@@ -260,6 +268,28 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 	return pod, timings
 }
 
+// operatorHubNamespace creates what OperatorHub's install page creates for a CSV: its suggested
+// namespace, labelled for cluster monitoring when the CSV asks for it (the page's checkbox is on
+// by default then; the cluster's Prometheus reads ServiceMonitors only from such namespaces),
+// and an OperatorGroup for all namespaces, the only install mode the EFS CSV supports.
+func operatorHubNamespace(ctx context.Context, tb testing.TB, s *testbed.Stack, csv *operatorsv1alpha1.ClusterServiceVersion) string {
+	tb.Helper()
+	name := csv.Annotations["operatorframework.io/suggested-namespace"]
+	if name == "" {
+		tb.Fatalf("CSV %s suggests no namespace", csv.Name)
+	}
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if csv.Annotations[clusterMonitoringAnnotation] == "true" {
+		namespace.Labels = map[string]string{clusterMonitoringLabel: "true"}
+	}
+	for _, obj := range []client.Object{namespace, &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: name}}} {
+		if err := s.Client.Create(ctx, obj); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return name
+}
+
 // deployDriver creates the ClusterCSIDriver and waits until the operator running in pod has
 // created the driver's Deployment and DaemonSet, their pods are placed on the real node, and
 // then run there with every container Ready (waitDriverRunning). It returns how long each took
@@ -295,8 +325,7 @@ func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator
 		tb.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), operator), 30))
 	}
 	placed = time.Since(begin)
-	waitDriverRunning(ctx, tb, s, driverNS)
-	return placed, time.Since(begin)
+	return placed, waitDriverRunning(ctx, tb, s, driverNS).Sub(begin)
 }
 
 // operatorPod waits for the one pod of the CSV's operator Deployment to be Ready.

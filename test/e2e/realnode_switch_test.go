@@ -131,8 +131,8 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 		t.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), pod), 30))
 	}
 	t.Logf("ClusterCSIDriver -> the running driver adopted: %s", time.Since(begin).Round(100*time.Millisecond))
-	waitDriverRunning(ctx, t, s, ns)
-	t.Logf("ClusterCSIDriver -> the adopted driver Running and Ready: %s", time.Since(begin).Round(100*time.Millisecond))
+	ready := waitDriverRunning(ctx, t, s, ns)
+	t.Logf("ClusterCSIDriver -> the adopted driver Running and Ready: %s", ready.Sub(begin).Round(100*time.Millisecond))
 }
 
 // envOf is the value of a container's environment variable, "" when it has none.

@@ -96,6 +96,11 @@ func TestUpRejectsBadFlags(t *testing.T) {
 // served from a catalog image that OLM runs as a registry pod (up waits until it is READY), and
 // `dev down` putting the host back as it was.
 func TestUpDownRealNode(t *testing.T) {
+	// dev up undoes a node abandoned by an earlier killed run; undo it before the snapshot, or
+	// that cleanup would read as dev down changing the host.
+	if err := testbed.UndoAbandonedNode(t.Logf); err != nil {
+		t.Fatal(err)
+	}
 	before, err := testbed.HostSnapshot()
 	if err != nil {
 		t.Fatal(err)
