@@ -1,4 +1,4 @@
-// Package validate is the `csi-olm bundle validate` verb.
+// Package validation is the `csi-olm bundle validate` verb and the bundle checks behind it.
 package validation
 
 import (
@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -60,37 +61,43 @@ func (v *Validate) Run(ctx context.Context) error {
 	return nil
 }
 
+// bundleMarks are the entries that make a directory a bundle, complete or not: a directory with
+// any of them is validated, so a bundle missing a part is reported rather than passed over.
+var bundleMarks = []string{build.AnnotationsFile, path.Dir(build.AnnotationsFile), build.ManifestsDir, build.DockerfileFile}
+
 // findBundles returns path if it is a bundle directory, else every bundle directory below it.
-func findBundles(path string) ([]string, error) {
-	info, err := os.Stat(path)
+func findBundles(root string) ([]string, error) {
+	info, err := os.Stat(root)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", root, err)
 	}
 	if !info.IsDir() {
-		return nil, fmt.Errorf("%s is not a directory", path)
+		return nil, fmt.Errorf("%s is not a directory", root)
 	}
 	var dirs []string
-	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if !d.IsDir() {
 			return nil
 		}
-		if p != path && strings.HasPrefix(d.Name(), ".") {
+		if p != root && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
 		}
-		if _, err := os.Stat(filepath.Join(p, build.AnnotationsFile)); err == nil {
-			dirs = append(dirs, p)
-			return filepath.SkipDir
+		for _, mark := range bundleMarks {
+			if _, err := os.Stat(filepath.Join(p, mark)); err == nil {
+				dirs = append(dirs, p)
+				return filepath.SkipDir
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("searching %s for bundles: %w", path, err)
+		return nil, fmt.Errorf("searching %s for bundles: %w", root, err)
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("no bundle under %s: a bundle directory holds %s", path, build.AnnotationsFile)
+		return nil, fmt.Errorf("no bundle under %s: a bundle directory holds %s and %s/", root, build.AnnotationsFile, build.ManifestsDir)
 	}
 	return dirs, nil
 }

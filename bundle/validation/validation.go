@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -172,6 +173,10 @@ func labelProblems(dir string) []Problem {
 	annotationsPath := filepath.Join(dir, build.AnnotationsFile)
 	dockerfilePath := filepath.Join(dir, build.DockerfileFile)
 	raw, err := os.ReadFile(annotationsPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Problem{{File: annotationsPath, Level: Error, Validator: "csi-olm",
+			Message: "missing: without it OLM knows neither the bundle's package nor its channels (`csi-olm bundle generate` writes it)"}}
+	}
 	if err != nil {
 		return []Problem{{File: annotationsPath, Level: Error, Validator: "csi-olm", Message: err.Error()}}
 	}

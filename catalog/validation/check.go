@@ -35,7 +35,7 @@ func Check(c *Catalog, opts Options) []Problem {
 	if opts.Community != nil {
 		community = newIndex(opts.Community)
 	}
-	problems := opmRules(c)
+	problems := append(opmRules(c), schemaProblems(c)...)
 	problems = append(problems, idx.graph(community)...)
 	problems = append(problems, idx.deprecations()...)
 	if community != nil {
@@ -45,6 +45,29 @@ func Check(c *Catalog, opts Options) []Problem {
 		problems = append(problems, idx.embeddedObjects(opts.Bundles)...)
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
+	return problems
+}
+
+// olmSchemas are the schemas OLM reads from a catalog; it passes over objects of any other.
+var olmSchemas = []string{declcfg.SchemaPackage, declcfg.SchemaChannel, declcfg.SchemaBundle, declcfg.SchemaDeprecation}
+
+// schemaProblems reports what opm accepts and OLM never sees: a catalog without a package, and
+// objects of a schema OLM does not read, an error in OLM's own namespace of schemas (a
+// misspelling), a warning elsewhere (another tool's data).
+func schemaProblems(c *Catalog) []Problem {
+	var problems []Problem
+	if len(c.Config.Packages) == 0 {
+		problems = append(problems, Problem{File: c.Dir, Level: Error, Check: "schema", Message: "the catalog has no " + declcfg.SchemaPackage + ": OLM offers nothing from it"})
+	}
+	for _, o := range c.Config.Others {
+		p := Problem{File: c.file(o.Schema, o.Package, o.Name), Level: Warning, Check: "schema", Package: o.Package,
+			Message: fmt.Sprintf("%q is a schema OLM does not read (it reads %s): OLM passes over %q", o.Schema, strings.Join(olmSchemas, ", "), o.Name)}
+		if strings.HasPrefix(o.Schema, "olm.") {
+			p.Level = Error
+			p.Message += "; a misspelling?"
+		}
+		problems = append(problems, p)
+	}
 	return problems
 }
 
@@ -202,6 +225,35 @@ func heads(ch *declcfg.Channel) []string {
 	return hs
 }
 
+// replacesLoops returns each loop of a channel's replaces edges once, starting at its smallest
+// name, in the order of the edges.
+func replacesLoops(ch *declcfg.Channel) [][]string {
+	replaces := map[string]string{}
+	for _, e := range ch.Entries {
+		replaces[e.Name] = e.Replaces
+	}
+	seen := map[string]bool{}
+	var loops [][]string
+	for _, start := range slices.Sorted(maps.Keys(replaces)) {
+		pos := map[string]int{}
+		var path []string
+		for n := start; n != "" && !seen[n]; n = replaces[n] {
+			if i, ok := pos[n]; ok {
+				loop := path[i:]
+				least := slices.Index(loop, slices.Min(loop))
+				loops = append(loops, append(slices.Clone(loop[least:]), loop[:least]...))
+				break
+			}
+			pos[n] = len(path)
+			path = append(path, n)
+		}
+		for _, n := range path {
+			seen[n] = true
+		}
+	}
+	return loops
+}
+
 // Head returns the single head of a channel, or "" when it has none or several.
 func Head(ch *declcfg.Channel) string {
 	if hs := heads(ch); len(hs) == 1 {
@@ -256,6 +308,10 @@ func (idx *index) channelGraph(ch *declcfg.Channel, community *index) []Problem 
 				problems = append(problems, idx.channelProblem(ch, Warning, "graph", e.Name, "upgrades from %q, which is not in this catalog (pass --community to check it against the community catalog)", t))
 			}
 		}
+	}
+	for _, loop := range replacesLoops(ch) {
+		problems = append(problems, idx.channelProblem(ch, Error, "graph", loop[0], "the replaces chain loops: %s: an install on it never reaches the head",
+			strings.Join(append(loop, loop[0]), " replaces ")))
 	}
 	hs := heads(ch)
 	if len(hs) != 1 {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -115,7 +116,14 @@ func Load(ctx context.Context, fsys fs.FS, dir string) (*Catalog, []Problem) {
 			return nil
 		}
 		c.Config.Merge(obj)
-		c.files[metaKey(meta)] = path
+		key := metaKey(meta)
+		if prior, ok := c.files[key]; ok && prior != path && slices.Contains(olmSchemas, meta.Schema) {
+			problems = append(problems, Problem{
+				File: dir + "/" + path, Level: Error, Check: "load", Package: meta.Package,
+				Message: fmt.Sprintf("%s %q is also in %s: OLM refuses a catalog that declares it twice", meta.Schema, meta.Name, dir+"/"+prior),
+			})
+		}
+		c.files[key] = path
 		return nil
 	})
 	if err != nil {

@@ -1,11 +1,16 @@
-// Package validate is the `csi-olm catalog validate` verb.
+// Package validation is the `csi-olm catalog validate` verb and the catalog checks behind it.
 package validation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
+	"path"
+	"slices"
 )
 
 // Validate checks one file-based catalog directory.
@@ -66,6 +71,63 @@ func load(ctx context.Context, dir string) (*Catalog, []Problem, error) {
 	if !info.IsDir() {
 		return nil, nil, fmt.Errorf("%s is not a catalog directory", dir)
 	}
-	c, problems := Load(ctx, os.DirFS(dir), dir)
-	return c, problems, nil
+	// Through os.Root, a symlink that leads out of the catalog is refused, not followed: opm
+	// follows it, and a catalog image built from the tree would lack the file.
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading catalog: %w", err)
+	}
+	defer root.Close()
+	broken, err := brokenLinks(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading catalog %s: %w", dir, err)
+	}
+	var problems []Problem
+	for _, name := range slices.Sorted(maps.Keys(broken)) {
+		problems = append(problems, Problem{File: dir + "/" + name, Level: Error, Check: "load", Message: broken[name]})
+	}
+	c, loadProblems := Load(ctx, hiding{root.FS(), broken}, dir)
+	return c, append(problems, loadProblems...), nil
+}
+
+// brokenLinks finds the symlinks of the tree that lead out of it or nowhere, and says why each
+// is refused.
+func brokenLinks(root *os.Root) (map[string]string, error) {
+	broken := map[string]string{}
+	err := fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.Type()&fs.ModeSymlink == 0 {
+			return err
+		}
+		_, err = root.Stat(name)
+		target, _ := root.Readlink(name)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			broken[name] = fmt.Sprintf("a symlink to %s, which does not exist", target)
+		case err != nil:
+			broken[name] = fmt.Sprintf("a symlink to %s, outside the catalog: refused (%v); opm would follow it, but an image built from the directory would not have it", target, errors.Unwrap(err))
+		}
+		return nil
+	})
+	return broken, err
+}
+
+// hiding is a file system without some of its files.
+type hiding struct {
+	fs.FS
+	hidden map[string]string
+}
+
+func (h hiding) Open(name string) (fs.File, error) {
+	if _, ok := h.hidden[name]; ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return h.FS.Open(name)
+}
+
+func (h hiding) ReadDir(name string) ([]fs.DirEntry, error) {
+	entries, err := fs.ReadDir(h.FS, name)
+	return slices.DeleteFunc(entries, func(e fs.DirEntry) bool {
+		_, ok := h.hidden[path.Join(name, e.Name())]
+		return ok
+	}), err
 }

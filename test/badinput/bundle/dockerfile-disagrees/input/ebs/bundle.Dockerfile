@@ -1,0 +1,12 @@
+FROM scratch
+
+LABEL com.redhat.openshift.versions==v4.5
+LABEL operators.operatorframework.io.bundle.channel.default.v1=stable
+LABEL operators.operatorframework.io.bundle.channels.v1=preview
+LABEL operators.operatorframework.io.bundle.manifests.v1=manifests/
+LABEL operators.operatorframework.io.bundle.mediatype.v1=registry+v1
+LABEL operators.operatorframework.io.bundle.metadata.v1=metadata/
+LABEL operators.operatorframework.io.bundle.package.v1=aws-ebs-csi-driver-operator
+
+COPY manifests /manifests/
+COPY metadata /metadata/
