@@ -58,9 +58,16 @@ bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency 
 	@# One run of 1,000 SharedVolumes and their baseline takes about 10 minutes.
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./sharedvolume/...
 
+# Each fuzz target, as `package:target`.
+FUZZ_TARGETS = ./catalog/validation:FuzzLoadAndValidate ./bundle/validation:FuzzBundle \
+	./sharedvolume/controller:FuzzSharedVolumeMapping
+
 .PHONY: fuzz
-fuzz: ## Fuzz the catalog loader and validator for a short while (CI runs it)
-	$(GO) test -run '^$$' -fuzz FuzzLoadAndValidate -fuzztime $(or $(FUZZTIME),30s) -fuzzminimizetime 2s ./catalog/validation
+fuzz: ## Fuzz the catalog loader and validator, the bundle validator and the SharedVolume -> PV/PVC mapping for a short while each (CI runs it)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzzing $${t#*:} in $${t%%:*} for $(or $(FUZZTIME),30s)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(or $(FUZZTIME),30s) -fuzzminimizetime 2s "$${t%%:*}"; \
+	done
 
 .PHONY: run
 run: cli tools ## Start the local dev cluster with OLM, serving the project's catalogs

@@ -46,6 +46,8 @@ const (
 	ReasonNotAllowed = "FileSystemNotAllowed"
 	ReasonMismatch   = "VolumeMismatch"
 	ReasonDeleting   = "Deleting"
+	// ReasonNameTooLong: the SharedVolume's name cannot name or label its PV and PVC.
+	ReasonNameTooLong = "NameTooLong"
 	// ReasonSpecEdited is the reason of the SpecReverted condition and of the warning event sent
 	// when a spec edit is reverted.
 	ReasonSpecEdited = "ImmutableSpecEdited"
@@ -166,6 +168,9 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	}
 	if ok, why := allowed(&ns, sv); !ok {
 		return failed(sv, ReasonNotAllowed, why), nil
+	}
+	if why := nameProblem(sv); why != "" {
+		return failed(sv, ReasonNameTooLong, why), nil
 	}
 	switch {
 	case apierrors.IsNotFound(pvErr):

@@ -319,6 +319,8 @@ func TestCollisionsFailAndTouchNothing(t *testing.T) {
 		{sv("team-a", "taken", "fs-01", "fsap-01"), "PersistentVolume pv-team-a-taken already exists and belongs to no SharedVolume"},
 		{sv("team-a", "mine", "fs-01", "fsap-01"), "PersistentVolumeClaim team-a/pvc-mine already exists and belongs to no SharedVolume"},
 		{sv("a", "b-c", "fs-02", "fsap-02"), "PersistentVolume pv-a-b-c already exists and belongs to SharedVolume a-b/c"},
+		// The API server admits names of up to 253 characters; a label value holds 63.
+		{sv("team-a", strings.Repeat("n", 64), "fs-01", "fsap-01"), "cannot label its PersistentVolume and claim (must be no more than 63 bytes)"},
 	}
 	for _, c := range cases {
 		must(t, b.c.Create(ctx, c.sv))
@@ -329,6 +331,9 @@ func TestCollisionsFailAndTouchNothing(t *testing.T) {
 			t.Errorf("%s/%s: message %q, want %q", c.sv.Namespace, c.sv.Name, c.sv.Status.Message, c.want)
 		}
 	}
+	atLimit := sv("team-a", strings.Repeat("n", 63), "fs-01", "fsap-01")
+	must(t, b.c.Create(ctx, atLimit))
+	must(t, eventually(ctx, "a SharedVolume with a 63-character name to be Ready", b.phase(atLimit, v1alpha1.SharedVolumeReady)))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(foreignPV), foreignPV))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(foreignPVC), foreignPVC))
 	if foreignPV.ResourceVersion != rvPV || foreignPVC.ResourceVersion != rvPVC {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -31,6 +32,22 @@ func pvName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePV(sv.Nam
 
 // pvcName is the PersistentVolumeClaim of a SharedVolume, in its namespace.
 func pvcName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePVC(sv.Name) }
+
+// nameProblem says why a SharedVolume's name cannot make its PV and PVC, which the API server
+// would refuse: the name is a label value on both (at most 63 characters, which the community
+// operator's API did not say), and the PV's name joins it with the namespace's.
+func nameProblem(sv *v1alpha1.SharedVolume) string {
+	if errs := validation.IsValidLabelValue(sv.Name); len(errs) > 0 {
+		return fmt.Sprintf("the name %s cannot label its PersistentVolume and claim (%s): create a SharedVolume with a name of at most %d characters",
+			sv.Name, strings.Join(errs, "; "), validation.LabelValueMaxLength)
+	}
+	for _, name := range []string{pvName(sv), pvcName(sv)} {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return fmt.Sprintf("the name %s cannot name its volume %s (%s): create a SharedVolume with a shorter name", sv.Name, name, strings.Join(errs, "; "))
+		}
+	}
+	return ""
+}
 
 func ownerLabels(sv *v1alpha1.SharedVolume) map[string]string {
 	return map[string]string{efs.SharedVolumeOwnerNamespaceLabel: sv.Namespace, efs.SharedVolumeOwnerNameLabel: sv.Name, efs.CommunityOwnedLabel: "true"}
