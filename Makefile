@@ -62,6 +62,12 @@ bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency 
 FUZZ_TARGETS = ./catalog/validation:FuzzLoadAndValidate ./bundle/validation:FuzzBundle \
 	./sharedvolume/controller:FuzzSharedVolumeMapping
 
+.PHONY: chaos
+chaos: tools ## The long reliability campaign (RELIABILITY.md): the driver-deletion property test for 2,000 steps, the bad-input corpus, and each fuzz target for 10 minutes
+	CSI_OLM_CHAOS_STEPS=$(or $(CHAOS_STEPS),2000) $(GO) test -count=1 -timeout 120m -run '^TestDriverNeverDeletedUnderAVolume$$' -v ./operator/
+	$(GO) test -count=1 ./test/badinput/
+	$(MAKE) fuzz FUZZTIME=$(or $(FUZZTIME),10m)
+
 .PHONY: fuzz
 fuzz: ## Fuzz the catalog loader and validator, the bundle validator and the SharedVolume -> PV/PVC mapping for a short while each (CI runs it)
 	@set -e; for t in $(FUZZ_TARGETS); do \

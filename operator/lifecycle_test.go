@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -148,6 +149,49 @@ func TestRemovedRemovesTheDriver(t *testing.T) {
 	// Managed again brings the driver back.
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "the driver back", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
+}
+
+// TestAVolumeCreatedDuringRemovalStopsIt: a volume that appears while the driver is being removed
+// stops the removal and brings the driver back. A finalizer of the test's own holds the
+// controller Deployment in deletion, so the removal is still under way when the volume comes.
+// The property test TestDriverNeverDeletedUnderAVolume found the operator checking for volumes
+// only before the first round of a removal.
+func TestAVolumeCreatedDuringRemovalStopsIt(t *testing.T) {
+	h, ctx := newManaged(t, testbed.Full)
+	const holdFinalizer = "test.csi-olm.io/hold"
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
+	must(t, h.c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment))
+	patch := client.MergeFrom(deployment.DeepCopy())
+	deployment.Finalizers = append(deployment.Finalizers, holdFinalizer)
+	must(t, h.c.Patch(ctx, deployment, patch))
+	t.Cleanup(func() {
+		var d appsv1.Deployment
+		if h.c.Get(context.Background(), client.ObjectKeyFromObject(deployment), &d) == nil {
+			p := client.MergeFrom(d.DeepCopy())
+			d.Finalizers = slices.DeleteFunc(d.Finalizers, func(f string) bool { return f == holdFinalizer })
+			_ = h.c.Patch(context.Background(), &d, p)
+		}
+	})
+
+	h.setState(ctx, operatorv1.Removed)
+	node := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}}
+	must(t, eventually(ctx, "the removal to begin", h.gone(node)))
+	must(t, h.c.Create(ctx, fixture.EFSPV("pv-during-removal")))
+
+	must(t, eventually(ctx, "the node DaemonSet back", h.exists(node)))
+	must(t, eventually(ctx, "the removal reported stopped", func(ctx context.Context) error {
+		cr, err := h.cr(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range cr.Status.Conditions {
+			if c.Type == "AWSEFSDriverUninstallDegraded" && c.Reason == "VolumesInUse" && strings.Contains(c.Message, "removal stopped and the driver restored") &&
+				strings.Contains(c.Message, "pv-during-removal") {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", cr.Status.Conditions)
+	}))
 }
 
 // TestUninstallWaitsForVolumes runs on the full stack: the controller-manager releases the

@@ -128,7 +128,10 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 	if err != nil {
 		return err
 	}
-	if len(present) > 0 && !c.gate.removalAllowed.Load() {
+	// Volumes are counted again before every round of removal, not only before the first: one
+	// created while the driver is being removed stops the removal, and the gate shows the
+	// operand controllers a Managed CR again, which puts back what was removed.
+	if len(present) > 0 {
 		volumes, total, err := c.efsVolumes(ctx)
 		if err != nil {
 			return err
@@ -136,12 +139,17 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 		if total > 0 {
 			msg := fmt.Sprintf("the AWS EFS CSI driver is not removed while %d EFS PersistentVolumes exist (%s): delete them, or set managementState back to Managed",
 				total, strings.Join(volumes, ", "))
+			if c.gate.removalAllowed.Swap(false) {
+				msg = "removal stopped and the driver restored: " + msg
+			}
 			syncCtx.Recorder().Warningf(reasonVolumesInUse, "%s", msg)
 			// Volumes are not watched (there may be very many); look again soon.
 			syncCtx.Queue().AddAfter(syncCtx.QueueKey(), 10*time.Second)
 			return c.report(ctx, objMeta.Generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonVolumesInUse, msg)
 		}
-		syncCtx.Recorder().Eventf(reasonRemoving, "No EFS PersistentVolume is left: removing the AWS EFS CSI driver")
+		if !c.gate.removalAllowed.Load() {
+			syncCtx.Recorder().Eventf(reasonRemoving, "No EFS PersistentVolume is left: removing the AWS EFS CSI driver")
+		}
 	}
 	c.gate.removalAllowed.Store(true)
 	if len(present) > 0 {

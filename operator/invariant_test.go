@@ -1,0 +1,351 @@
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/test/fixture"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+// Environment of the property test: the seed to replay (printed by every run) and the number of
+// steps (200 in `make test`; `make chaos` runs more).
+const (
+	seedEnv  = "CSI_OLM_CHAOS_SEED"
+	stepsEnv = "CSI_OLM_CHAOS_STEPS"
+)
+
+// driverWatch watches the driver's objects through a whole test and records each deletion that
+// began while a PersistentVolume of the driver existed. It judges a deletion at the very
+// revision it happened: the PersistentVolumes are listed at exactly that resourceVersion.
+type driverWatch struct {
+	kube kubernetes.Interface
+
+	mu         sync.Mutex
+	violations []string
+	deletions  int
+}
+
+// watchDriver starts watching the CSIDriver, the node DaemonSet and the controller Deployment.
+func watchDriver(ctx context.Context, t *testing.T, kube kubernetes.Interface) *driverWatch {
+	t.Helper()
+	w := &driverWatch{kube: kube}
+	for _, target := range []struct {
+		what string
+		lw   *cache.ListWatch
+	}{
+		{"CSIDriver " + efs.DriverName, cache.NewListWatchFromClient(kube.StorageV1().RESTClient(), "csidrivers", "", fields.OneTermEqualSelector("metadata.name", efs.DriverName))},
+		{"DaemonSet " + efs.NodeDaemonSet, cache.NewListWatchFromClient(kube.AppsV1().RESTClient(), "daemonsets", ns, fields.OneTermEqualSelector("metadata.name", efs.NodeDaemonSet))},
+		{"Deployment " + efs.ControllerDeployment, cache.NewListWatchFromClient(kube.AppsV1().RESTClient(), "deployments", ns, fields.OneTermEqualSelector("metadata.name", efs.ControllerDeployment))},
+	} {
+		list, err := target.lw.ListWithContext(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rv, err := meta.NewAccessor().ResourceVersion(list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, target.lw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rw.Stop)
+		go w.follow(ctx, target.what, rw)
+	}
+	return w
+}
+
+func (w *driverWatch) follow(ctx context.Context, what string, rw *watchtools.RetryWatcher) {
+	deleting := map[string]bool{} // objects whose deletion was already judged, by UID
+	for ev := range rw.ResultChan() {
+		obj, err := meta.Accessor(ev.Object)
+		if err != nil || (ev.Type != watch.Deleted && ev.Type != watch.Modified) {
+			continue
+		}
+		// A deletion begins with deletionTimestamp (when finalizers hold it) or is the removal.
+		if ev.Type == watch.Modified && obj.GetDeletionTimestamp() == nil || deleting[string(obj.GetUID())] {
+			continue
+		}
+		deleting[string(obj.GetUID())] = true
+		w.judge(ctx, what, obj.GetResourceVersion())
+	}
+}
+
+// judge checks that no PersistentVolume of the driver existed at revision rv.
+func (w *driverWatch) judge(ctx context.Context, what, rv string) {
+	var problem string
+	pvs, err := w.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	switch {
+	case ctx.Err() != nil:
+		return
+	case err != nil:
+		problem = fmt.Sprintf("%s deleted at revision %s, and the PersistentVolumes of that revision cannot be read: %v", what, rv, err)
+	default:
+		var inUse []string
+		for _, pv := range pvs.Items {
+			if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == efs.DriverName {
+				inUse = append(inUse, pv.Name)
+			}
+		}
+		if len(inUse) > 0 {
+			problem = fmt.Sprintf("%s deleted at revision %s while PersistentVolumes %v of %s existed", what, rv, inUse, efs.DriverName)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deletions++
+	if problem != "" {
+		w.violations = append(w.violations, problem)
+	}
+}
+
+// state returns the violations so far and how many deletions were judged.
+func (w *driverWatch) state() ([]string, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.violations), w.deletions
+}
+
+// chaosConfig is the seed and number of steps of a run, from the environment or chosen now.
+func chaosConfig(t *testing.T) (seed uint64, steps int) {
+	t.Helper()
+	seed, steps = uint64(time.Now().UnixNano()), 200
+	var err error
+	if v := os.Getenv(seedEnv); v != "" {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("%s: %v", seedEnv, err)
+		}
+	}
+	if v := os.Getenv(stepsEnv); v != "" {
+		if steps, err = strconv.Atoi(v); err != nil || steps < 1 {
+			t.Fatalf("%s=%q: want a positive number", stepsEnv, v)
+		}
+	}
+	t.Logf("seed %d, %d steps; replay with %s=%d %s=%d", seed, steps, seedEnv, seed, stepsEnv, steps)
+	return seed, steps
+}
+
+// TestDriverNeverDeletedUnderAVolume is a property test of the operator's central promise: the
+// driver (CSIDriver, node DaemonSet, controller Deployment) is never deleted while a
+// PersistentVolume of efs.csi.aws.com exists. Seeded random interleavings of PV creates and
+// deletes, management-state changes, CR deletes and recreates, and SIGKILLs of the operator
+// process run while a watch judges every deletion of the driver at the revision it happened.
+// The first violation fails the test with the steps that led to it; at the end the operator must
+// converge, installing the driver under Managed and uninstalling it once no volume is left.
+func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
+	seed, steps := chaosConfig(t)
+	bin := buildOperator(t)
+	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	// A step takes about a second on average (its pause, a kill's restart, a quiet spell).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(steps)*3*time.Second+5*time.Minute)
+	defer cancel()
+	dw := watchDriver(ctx, t, h.kube)
+	proveTheWatchCatches(ctx, t, h, dw)
+
+	operatorProc := h.startOperatorAsAdmin(bin)
+	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
+	var log []string
+	var pvs []string
+	pvSeq, kills := 0, 0
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s\nafter %d steps (seed %d):\n  %s\noperator log:\n%s", fmt.Sprintf(format, args...), len(log), seed, strings.Join(log, "\n  "), tail(operatorProc.output(), 40))
+	}
+	type step struct {
+		name   string
+		weight int
+		run    func() (string, error)
+	}
+	crExists := func() bool {
+		_, err := h.cr(ctx)
+		return err == nil
+	}
+	all := []step{
+		{"create a PV", 2, func() (string, error) {
+			pvSeq++
+			name := fmt.Sprintf("chaos-pv-%d", pvSeq)
+			pvs = append(pvs, name)
+			return name, h.c.Create(ctx, fixture.EFSPV(name))
+		}},
+		{"delete a PV", 4, func() (string, error) {
+			if len(pvs) == 0 {
+				return "none to delete", nil
+			}
+			i := rng.IntN(len(pvs))
+			name := pvs[i]
+			pvs = slices.Delete(pvs, i, i+1)
+			return name, client.IgnoreNotFound(h.c.Delete(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+		}},
+		{"set the management state", 4, func() (string, error) {
+			state := []operatorv1.ManagementState{operatorv1.Managed, operatorv1.Unmanaged, operatorv1.Removed}[rng.IntN(3)]
+			if !crExists() {
+				h.createCR(ctx, efs.CRName, state)
+				return "created " + string(state), nil
+			}
+			return string(state), setState(ctx, h, state)
+		}},
+		{"delete the CR", 2, func() (string, error) {
+			cr, err := h.cr(ctx)
+			if apierrors.IsNotFound(err) {
+				return "none", nil
+			}
+			if err != nil {
+				return "", err
+			}
+			return "", client.IgnoreNotFound(h.c.Delete(ctx, cr))
+		}},
+		// The operator looks at volumes again 10 s after it found some: an uninstall needs a
+		// quiet spell without volumes.
+		{"let the operator work", 3, func() (string, error) {
+			d := time.Duration(2+rng.IntN(11)) * time.Second
+			time.Sleep(d)
+			return d.String(), nil
+		}},
+		{"kill the operator", 2, func() (string, error) {
+			if err := operatorProc.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				return "", err
+			}
+			<-operatorProc.exited
+			kills++
+			operatorProc = h.startOperatorAsAdmin(bin)
+			return fmt.Sprintf("kill #%d, restarted", kills), nil
+		}},
+	}
+	total := 0
+	for _, s := range all {
+		total += s.weight
+	}
+	for i := 0; i < steps; i++ {
+		pick := rng.IntN(total)
+		s := all[0]
+		for _, c := range all {
+			if pick < c.weight {
+				s = c
+				break
+			}
+			pick -= c.weight
+		}
+		detail, err := s.run()
+		log = append(log, fmt.Sprintf("%3d %s: %s", i, s.name, detail))
+		if err != nil {
+			fail("step %d (%s): %v", i, s.name, err)
+		}
+		// Let the operator act on the step, for a varying while.
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		if violations, _ := dw.state(); len(violations) > 0 {
+			fail("the driver was deleted under a volume: %s", violations[0])
+		}
+	}
+	violations, deletions := dw.state()
+	t.Logf("%d steps, %d operator kills, %d deletions of a driver object judged, %d violations", steps, kills, deletions, len(violations))
+	if deletions == 0 && steps >= 100 {
+		fail("the operator never deleted the driver during the run: it proves nothing")
+	}
+
+	// Convergence, with the volumes gone: a CR being deleted finishes, Managed installs the
+	// driver, and deleting the CR removes it.
+	converge, stop := context.WithTimeout(ctx, 3*time.Minute)
+	defer stop()
+	for _, name := range pvs {
+		must(t, client.IgnoreNotFound(h.c.Delete(converge, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}})))
+	}
+	must(t, eventually(converge, "the CR gone or not being deleted", func(ctx context.Context) error {
+		if cr, err := h.cr(ctx); err == nil && cr.DeletionTimestamp != nil {
+			return fmt.Errorf("still being deleted, finalizers %v", cr.Finalizers)
+		}
+		return nil
+	}))
+	if crExists() {
+		must(t, setState(converge, h, operatorv1.Managed))
+	} else {
+		h.createCR(converge, efs.CRName, operatorv1.Managed)
+	}
+	for _, obj := range operands()[:len(operands())-1] { // no CredentialsRequest in Manual mode
+		if err := eventually(converge, "operand "+obj.GetName()+" after the run", h.exists(obj)); err != nil {
+			fail("%v", err)
+		}
+	}
+	cr, err := h.cr(converge)
+	must(t, err)
+	must(t, h.c.Delete(converge, cr))
+	must(t, eventually(converge, "the CR gone after its volumes", h.gone(cr)))
+	for _, obj := range operands()[:3] { // the Deployment, DaemonSet and CSIDriver
+		if err := eventually(converge, "operand "+obj.GetName()+" removed", h.gone(obj)); err != nil {
+			fail("%v", err)
+		}
+	}
+	if violations, _ := dw.state(); len(violations) > 0 {
+		fail("the driver was deleted under a volume: %s", violations[0])
+	}
+}
+
+// proveTheWatchCatches deletes a hand-made DaemonSet while a PV exists, before the operator
+// runs, and expects the watch to report it: a watch that cannot fail would prove nothing.
+func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driverWatch) {
+	t.Helper()
+	pv := fixture.EFSPV("watch-self-test")
+	must(t, h.c.Create(ctx, pv))
+	labels := map[string]string{"app": "self-test"}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "self-test"}}},
+			},
+		},
+	}
+	must(t, h.c.Create(ctx, ds))
+	must(t, h.c.Delete(ctx, ds))
+	must(t, eventually(ctx, "the watch to report the hand-made violation", func(context.Context) error {
+		if v, _ := w.state(); len(v) == 0 {
+			return fmt.Errorf("no violation reported")
+		}
+		return nil
+	}))
+	must(t, h.c.Delete(ctx, pv))
+	must(t, eventually(ctx, "the self-test PV gone", h.gone(pv)))
+	w.mu.Lock()
+	w.violations, w.deletions = nil, 0
+	w.mu.Unlock()
+}
+
+// setState sets the CR's management state, retrying on conflicts with the operator's writes.
+func setState(ctx context.Context, h *harness, state operatorv1.ManagementState) error {
+	for {
+		cr, err := h.cr(ctx)
+		if err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		cr.Spec.ManagementState = state
+		err = h.c.Update(ctx, cr)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
