@@ -87,7 +87,7 @@ func (w *driverWatch) follow(ctx context.Context, what string, rw *watchtools.Re
 			continue
 		}
 		// A deletion begins with deletionTimestamp (when finalizers hold it) or is the removal.
-		if ev.Type == watch.Modified && obj.GetDeletionTimestamp() == nil || deleting[string(obj.GetUID())] {
+		if (ev.Type == watch.Modified && obj.GetDeletionTimestamp() == nil) || deleting[string(obj.GetUID())] {
 			continue
 		}
 		deleting[string(obj.GetUID())] = true
