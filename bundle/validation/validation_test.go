@@ -175,7 +175,7 @@ func TestBrokenBundles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []wantProblem{{"metadata/annotations.yaml", "no such file", validation.Error}},
+			want: []wantProblem{{"metadata/annotations.yaml", "missing: without it OLM knows neither the bundle's package nor its channels", validation.Error}},
 		},
 	}
 	explain := validation.ExplainerFor(drivers.All())
