@@ -138,14 +138,23 @@ func TestRemovedRemovesTheDriver(t *testing.T) {
 	for _, obj := range operands() {
 		must(t, eventually(ctx, "removal of "+obj.GetName(), h.gone(obj)))
 	}
-	must(t, eventually(ctx, "the Removed condition", h.conditionIs("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse)))
-	cr, err := h.cr(ctx)
-	must(t, err)
-	for _, c := range cr.Status.Conditions {
-		if c.Type == "AWSEFSDriverUninstallProgressing" && c.Reason != "DriverRemoved" {
-			t.Errorf("reason %s, want DriverRemoved", c.Reason)
+	// The conditions follow the removal a moment later: Progressing is False (Installed) before
+	// it and True while it runs, so wait for the reason that says it is done.
+	must(t, eventually(ctx, "the Removed condition", func(ctx context.Context) error {
+		cr, err := h.cr(ctx)
+		if err != nil {
+			return err
 		}
-	}
+		for _, c := range cr.Status.Conditions {
+			if c.Type == "AWSEFSDriverUninstallProgressing" {
+				if c.Status != operatorv1.ConditionFalse || c.Reason != "DriverRemoved" {
+					return fmt.Errorf("%s is %s (%s)", c.Type, c.Status, c.Reason)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("no AWSEFSDriverUninstallProgressing condition")
+	}))
 	// Managed again brings the driver back.
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "the driver back", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
