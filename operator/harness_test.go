@@ -76,15 +76,21 @@ func (h *harness) cr(ctx context.Context) (*operatorv1.ClusterCSIDriver, error) 
 
 func (h *harness) setState(ctx context.Context, state operatorv1.ManagementState) {
 	h.t.Helper()
+	if err := h.patchState(ctx, state); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// patchState sets the CR's management state with a merge patch, which the operator's own writes
+// cannot make conflict.
+func (h *harness) patchState(ctx context.Context, state operatorv1.ManagementState) error {
 	cr, err := h.cr(ctx)
 	if err != nil {
-		h.t.Fatal(err)
+		return err
 	}
 	patch := client.MergeFrom(cr.DeepCopy())
 	cr.Spec.ManagementState = state
-	if err := h.c.Patch(ctx, cr, patch); err != nil {
-		h.t.Fatal(err)
-	}
+	return h.c.Patch(ctx, cr, patch)
 }
 
 var eventually = testutil.Eventually

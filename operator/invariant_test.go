@@ -206,7 +206,7 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 				h.createCR(ctx, efs.CRName, state)
 				return "created " + string(state), nil
 			}
-			return string(state), setState(ctx, h, state)
+			return string(state), client.IgnoreNotFound(h.patchState(ctx, state))
 		}},
 		{"delete the CR", 2, func() (string, error) {
 			cr, err := h.cr(ctx)
@@ -280,7 +280,7 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 		return nil
 	}))
 	if crExists() {
-		must(t, setState(converge, h, operatorv1.Managed))
+		h.setState(converge, operatorv1.Managed)
 	} else {
 		h.createCR(converge, efs.CRName, operatorv1.Managed)
 	}
@@ -333,19 +333,4 @@ func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driv
 	w.mu.Lock()
 	w.violations, w.deletions = nil, 0
 	w.mu.Unlock()
-}
-
-// setState sets the CR's management state, retrying on conflicts with the operator's writes.
-func setState(ctx context.Context, h *harness, state operatorv1.ManagementState) error {
-	for {
-		cr, err := h.cr(ctx)
-		if err != nil {
-			return client.IgnoreNotFound(err)
-		}
-		cr.Spec.ManagementState = state
-		err = h.c.Update(ctx, cr)
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-	}
 }
