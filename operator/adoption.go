@@ -93,7 +93,7 @@ func (c *adoptionController) sync(ctx context.Context, syncCtx factory.SyncConte
 	if err != nil {
 		return c.report(ctx, operatorv1.ConditionTrue, reasonAdoptionFailed, err.Error(), err)
 	}
-	c.gate.adopted.Store(true)
+	c.gate.setAdopted(true)
 	if len(adopted) > 0 {
 		syncCtx.Recorder().Eventf("CommunityDriverAdopted", "Took over the community driver's %v in place", adopted)
 	}

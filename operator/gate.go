@@ -2,11 +2,15 @@ package operator
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // gate decides what library-go's operand controllers may see of the ClusterCSIDriver.
@@ -18,9 +22,85 @@ import (
 //   - uninstall: until no EFS PersistentVolume is left (see uninstall.go), a Removed or deleted
 //     CR is shown to them as Managed and not deleted, so the driver keeps serving its volumes;
 //     after that, a deleted CR is shown as Removed.
+//
+// A gate that opens or closes is no event of the CR's informer, so the operand controllers would
+// only see the change at their next event or resync, minutes later. A restarted operator finds
+// the adoption done without writing anything, and its controllers, which looked once while the
+// gate was still closed, would leave a missing Deployment missing. So the gate hands each of
+// them an update of the CR whenever it changes.
 type gate struct {
 	adopted        atomic.Bool
 	removalAllowed atomic.Bool
+
+	mu       sync.Mutex
+	informer cache.SharedIndexInformer
+	handlers []cache.ResourceEventHandler
+
+	// countVolumes counts the PersistentVolumes of the EFS driver.
+	countVolumes func(context.Context) (int, error)
+}
+
+// removing reports whether the operand controllers may see a Removed CR now. The uninstall
+// controller allowed removal after its last count of volumes, which may be a second old, and
+// library-go's controllers delete the node DaemonSet and the controller Deployment whenever
+// they next see Removed. So volumes are counted again at that moment: while one exists (or the
+// count fails) they see Managed, and put back what was removed. The uninstall controller's next
+// round, within a second, stops the removal and says so.
+func (g *gate) removing() bool {
+	if !g.removalAllowed.Load() {
+		return false
+	}
+	if g.countVolumes == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n, err := g.countVolumes(ctx)
+	return err == nil && n == 0
+}
+
+func (g *gate) setAdopted(v bool) {
+	if g.adopted.Swap(v) != v {
+		g.wake()
+	}
+}
+
+// setRemovalAllowed sets whether removal is allowed, and returns whether it was.
+func (g *gate) setRemovalAllowed(v bool) (was bool) {
+	if was = g.removalAllowed.Swap(v); was != v {
+		g.wake()
+	}
+	return was
+}
+
+// wake hands every operand controller an update of the CR as it is, as if it had changed.
+func (g *gate) wake() {
+	g.mu.Lock()
+	informer, handlers := g.informer, slices.Clone(g.handlers)
+	g.mu.Unlock()
+	if informer == nil {
+		return
+	}
+	for _, obj := range informer.GetStore().List() {
+		for _, h := range handlers {
+			h.OnUpdate(obj, obj)
+		}
+	}
+}
+
+// gatedInformer is the CR's informer as the operand controllers get it: it records their
+// handlers for the gate to wake.
+type gatedInformer struct {
+	cache.SharedIndexInformer
+	gate *gate
+}
+
+func (i *gatedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	i.gate.mu.Lock()
+	i.gate.informer = i.SharedIndexInformer
+	i.gate.handlers = append(i.gate.handlers, h)
+	i.gate.mu.Unlock()
+	return i.SharedIndexInformer.AddEventHandler(h)
 }
 
 // gatedClient is the operator client handed to the operand controllers.
@@ -34,13 +114,17 @@ func (c *gatedClient) view(spec *operatorv1.OperatorSpec) *operatorv1.OperatorSp
 		return nil
 	}
 	state := spec.ManagementState
-	if state == operatorv1.Removed && !c.gate.removalAllowed.Load() {
-		state = operatorv1.Managed
-	}
-	// Once removal is allowed, a deleted CR is a Removed one: library-go's operand controllers
-	// would otherwise re-apply their objects until the CR is gone.
-	if meta, err := c.OperatorClientWithFinalizers.GetObjectMeta(); err == nil && meta.DeletionTimestamp != nil && c.gate.removalAllowed.Load() {
-		state = operatorv1.Removed
+	meta, err := c.OperatorClientWithFinalizers.GetObjectMeta()
+	deleting := err == nil && meta.DeletionTimestamp != nil
+	if state == operatorv1.Removed || deleting {
+		switch {
+		case c.gate.removing():
+			// Once removal is allowed, a deleted CR is a Removed one: library-go's operand
+			// controllers would otherwise re-apply their objects until the CR is gone.
+			state = operatorv1.Removed
+		case state == operatorv1.Removed:
+			state = operatorv1.Managed
+		}
 	}
 	if state == operatorv1.Managed && !c.gate.adopted.Load() {
 		state = operatorv1.Unmanaged
@@ -51,6 +135,10 @@ func (c *gatedClient) view(spec *operatorv1.OperatorSpec) *operatorv1.OperatorSp
 	spec = spec.DeepCopy()
 	spec.ManagementState = state
 	return spec
+}
+
+func (c *gatedClient) Informer() cache.SharedIndexInformer {
+	return &gatedInformer{SharedIndexInformer: c.OperatorClientWithFinalizers.Informer(), gate: c.gate}
 }
 
 func (c *gatedClient) GetOperatorState() (*operatorv1.OperatorSpec, *operatorv1.OperatorStatus, string, error) {

@@ -129,6 +129,11 @@ func (h *harness) eventSeen(reason string) func(context.Context) error {
 
 // conditionIs checks a condition of the CR.
 func (h *harness) conditionIs(conditionType string, status operatorv1.ConditionStatus) func(context.Context) error {
+	return h.conditionWith(conditionType, status, "")
+}
+
+// conditionWith checks a condition of the CR, and its reason unless reason is "".
+func (h *harness) conditionWith(conditionType string, status operatorv1.ConditionStatus, reason string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		cr, err := h.cr(ctx)
 		if err != nil {
@@ -136,7 +141,7 @@ func (h *harness) conditionIs(conditionType string, status operatorv1.ConditionS
 		}
 		for _, c := range cr.Status.Conditions {
 			if c.Type == conditionType {
-				if c.Status == status {
+				if c.Status == status && (reason == "" || c.Reason == reason) {
 					return nil
 				}
 				return fmt.Errorf("%s=%s reason=%s message=%q", c.Type, c.Status, c.Reason, c.Message)

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics/testutil"
@@ -20,6 +22,9 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	svcontroller "github.com/csi-olm/csi-olm/sharedvolume/controller"
+	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -140,31 +145,96 @@ func TestRemovedRemovesTheDriver(t *testing.T) {
 	}
 	// The conditions follow the removal a moment later: Progressing is False (Installed) before
 	// it and True while it runs, so wait for the reason that says it is done.
-	must(t, eventually(ctx, "the Removed condition", func(ctx context.Context) error {
-		cr, err := h.cr(ctx)
-		if err != nil {
-			return err
-		}
-		for _, c := range cr.Status.Conditions {
-			if c.Type == "AWSEFSDriverUninstallProgressing" {
-				if c.Status != operatorv1.ConditionFalse || c.Reason != "DriverRemoved" {
-					return fmt.Errorf("%s is %s (%s)", c.Type, c.Status, c.Reason)
-				}
-				return nil
-			}
-		}
-		return fmt.Errorf("no AWSEFSDriverUninstallProgressing condition")
-	}))
+	must(t, eventually(ctx, "the Removed condition", h.conditionWith("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse, "DriverRemoved")))
 	// Managed again brings the driver back.
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "the driver back", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
 }
 
-// TestAVolumeCreatedDuringRemovalStopsIt: a volume that appears while the driver is being removed
-// stops the removal and brings the driver back. A finalizer of the test's own holds the
-// controller Deployment in deletion, so the removal is still under way when the volume comes.
-// The property test TestDriverNeverDeletedUnderAVolume found the operator checking for volumes
-// only before the first round of a removal.
+// TestRemovalFenceRefusesNewVolumes: while the CR is Removed or being deleted, the API server
+// refuses new EFS PersistentVolumes with a message that says why and what to do, whether or not
+// volumes block the removal; other drivers' volumes are admitted, and Managed admits EFS volumes
+// again. The property test TestDriverNeverDeletedUnderAVolume found the driver deleted under a
+// volume created in the milliseconds between the operator's last count and its delete.
+func TestRemovalFenceRefusesNewVolumes(t *testing.T) {
+	// The full stack: the controller-manager releases the pv-protection finalizer of deleted
+	// volumes.
+	h, ctx := newManaged(t, testbed.Full)
+	refusedWith := func(name, want string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			err := h.c.Create(ctx, fixture.EFSPV(name))
+			if err == nil {
+				_ = h.c.Delete(ctx, fixture.EFSPV(name))
+				return fmt.Errorf("PV %s admitted", name)
+			}
+			if !operator.RefusedByRemovalFence(err) || !strings.Contains(err.Error(), want) {
+				return fmt.Errorf("PV %s refused with %v, want the removal fence's refusal saying %q", name, err, want)
+			}
+			return nil
+		}
+	}
+	blocking := fixture.EFSPV("blocking")
+	must(t, h.c.Create(ctx, blocking))
+
+	// Blocked by a volume, Removed refuses new ones; other drivers' volumes are not its business.
+	h.setState(ctx, operatorv1.Removed)
+	must(t, eventually(ctx, "the uninstall blocked", h.conditionWith("AWSEFSDriverUninstallDegraded", operatorv1.ConditionTrue, "VolumesInUse")))
+	must(t, eventually(ctx, "a new EFS PV refused while Removed", refusedWith("while-removed", "Set its managementState to Managed")))
+	other := fixture.EFSPV("other-driver")
+	other.Spec.CSI.Driver = "ebs.csi.aws.com"
+	must(t, h.c.Create(ctx, other))
+	// A SharedVolume waits, and says why.
+	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
+	must(t, err)
+	must(t, testbed.InstallCRDs(ctx, h.c, svCRD))
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
+	sv := &v1alpha1.SharedVolume{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"},
+		Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: "fsap-0123abcd"},
+	}
+	must(t, h.c.Create(ctx, sv))
+	svReady := func(phase v1alpha1.SharedVolumePhase, reason, says string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := h.c.Get(ctx, client.ObjectKeyFromObject(sv), sv); err != nil {
+				return err
+			}
+			c := meta.FindStatusCondition(sv.Status.Conditions, svcontroller.ConditionReady)
+			if sv.Status.Phase != phase || c == nil || c.Reason != reason || !strings.Contains(c.Message, says) {
+				return fmt.Errorf("phase %q, Ready %+v", sv.Status.Phase, c)
+			}
+			return nil
+		}
+	}
+	must(t, eventually(ctx, "the SharedVolume refused", svReady(v1alpha1.SharedVolumePending, svcontroller.ReasonVolumeRefused, efs.RemovalFence)))
+
+	// Managed admits them again.
+	h.setState(ctx, operatorv1.Managed)
+	must(t, eventually(ctx, "a new EFS PV admitted under Managed", func(ctx context.Context) error {
+		return h.c.Create(ctx, fixture.EFSPV("managed-again"))
+	}))
+	must(t, eventually(ctx, "the SharedVolume Ready", svReady(v1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+	must(t, h.c.Delete(ctx, sv))
+
+	// A deleted CR refuses them until it is gone; then there is nothing to refuse on.
+	cr, err := h.cr(ctx)
+	must(t, err)
+	must(t, h.c.Delete(ctx, cr))
+	must(t, eventually(ctx, "a new EFS PV refused while the CR is deleted", refusedWith("while-deleted", "A deletion cannot be undone")))
+	for _, pv := range []*corev1.PersistentVolume{blocking, fixture.EFSPV("managed-again")} {
+		must(t, h.c.Delete(ctx, pv))
+	}
+	must(t, eventually(ctx, "the CR gone after its volumes", h.gone(cr)))
+	must(t, eventually(ctx, "a new EFS PV admitted once the CR is gone", func(ctx context.Context) error {
+		return h.c.Create(ctx, fixture.EFSPV("after-the-cr"))
+	}))
+}
+
+// TestAVolumeCreatedDuringRemovalStopsIt: a volume that gets in while the driver is being removed
+// stops the removal and brings the driver back. The fence keeps volumes out, so the test takes it
+// down as an admin could; a finalizer of the test's own holds the controller Deployment in
+// deletion, so the removal is still under way when the volume comes. Once the volume is gone,
+// the next removal puts the fence back up. The property test TestDriverNeverDeletedUnderAVolume
+// found the operator checking for volumes only before the first round of a removal.
 func TestAVolumeCreatedDuringRemovalStopsIt(t *testing.T) {
 	h, ctx := newManaged(t, testbed.Full)
 	const holdFinalizer = "test.csi-olm.io/hold"
@@ -173,19 +243,23 @@ func TestAVolumeCreatedDuringRemovalStopsIt(t *testing.T) {
 	patch := client.MergeFrom(deployment.DeepCopy())
 	deployment.Finalizers = append(deployment.Finalizers, holdFinalizer)
 	must(t, h.c.Patch(ctx, deployment, patch))
-	t.Cleanup(func() {
+	release := func() {
 		var d appsv1.Deployment
 		if h.c.Get(context.Background(), client.ObjectKeyFromObject(deployment), &d) == nil {
 			p := client.MergeFrom(d.DeepCopy())
 			d.Finalizers = slices.DeleteFunc(d.Finalizers, func(f string) bool { return f == holdFinalizer })
 			_ = h.c.Patch(context.Background(), &d, p)
 		}
-	})
+	}
+	t.Cleanup(release)
 
 	h.setState(ctx, operatorv1.Removed)
 	node := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}}
 	must(t, eventually(ctx, "the removal to begin", h.gone(node)))
-	must(t, h.c.Create(ctx, fixture.EFSPV("pv-during-removal")))
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: efs.RemovalFence}}
+	must(t, h.c.Delete(ctx, binding))
+	pv := fixture.EFSPV("pv-during-removal")
+	must(t, eventually(ctx, "a PV admitted without the fence", func(ctx context.Context) error { return h.c.Create(ctx, pv) }))
 
 	must(t, eventually(ctx, "the node DaemonSet back", h.exists(node)))
 	must(t, eventually(ctx, "the removal reported stopped", func(ctx context.Context) error {
@@ -201,6 +275,13 @@ func TestAVolumeCreatedDuringRemovalStopsIt(t *testing.T) {
 		}
 		return fmt.Errorf("conditions %+v", cr.Status.Conditions)
 	}))
+
+	must(t, h.c.Delete(ctx, pv))
+	release()
+	must(t, eventually(ctx, "the fence back up", h.exists(binding)))
+	for _, obj := range operands() {
+		must(t, eventually(ctx, "removal of "+obj.GetName(), h.gone(obj)))
+	}
 }
 
 // TestUninstallWaitsForVolumes runs on the full stack: the controller-manager releases the

@@ -9,12 +9,14 @@ import (
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -88,5 +90,12 @@ func TestInstallWithTheBundlesPermissions(t *testing.T) {
 	must(t, h.c.Delete(ctx, cr))
 	for _, obj := range operands() {
 		must(t, eventually(ctx, "removal of "+obj.GetName(), h.gone(obj)))
+	}
+	// The removal went through the fence, which these permissions put up.
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: efs.RemovalFence}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: efs.RemovalFence}},
+	} {
+		must(t, h.exists(obj)(ctx))
 	}
 }

@@ -40,6 +40,15 @@ func (p *process) output() string {
 	return string(raw)
 }
 
+// kill SIGKILLs the process and waits until it has ended.
+func (p *process) kill() error {
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-p.exited
+	return nil
+}
+
 // startProcess runs a binary with args and with env as its only environment
 // (besides PATH), logging into the stack's logs; it is killed when the test ends.
 func (h *harness) startProcess(bin string, args, env []string) *process {
@@ -72,15 +81,23 @@ func (h *harness) startProcess(bin string, args, env []string) *process {
 }
 
 // startOperatorAsAdmin runs the operator binary as the cluster admin, with the images the
-// bundle's Deployment hands it, and without leader election so that a restart does not wait.
+// bundle's Deployment hands it, and without leader election so that a restart after a SIGKILL
+// does not wait for the dead process's lease to expire.
 func (h *harness) startOperatorAsAdmin(bin string) *process {
+	h.t.Helper()
+	return h.startOperatorBinary(bin, "--disable-leader-election")
+}
+
+// startOperatorBinary runs the operator binary as the cluster admin, with the images the
+// bundle's Deployment hands it and these extra arguments.
+func (h *harness) startOperatorBinary(bin string, extra ...string) *process {
 	h.t.Helper()
 	env := []string{"OPERATOR_NAME=" + efs.OperatorName}
 	for name, image := range fixture.Images {
 		env = append(env, name+"="+image)
 	}
-	return h.startProcess(bin, []string{"start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
-		"--listen", testutil.FreeLoopbackAddr(h.t), "--disable-leader-election"}, env)
+	return h.startProcess(bin, append([]string{"start", "--kubeconfig", h.stack.Kubeconfig, "--namespace", ns,
+		"--listen", testutil.FreeLoopbackAddr(h.t)}, extra...), env)
 }
 
 // TestRestartMidInstallConverges kills the operator process while it installs the driver and
@@ -94,10 +111,7 @@ func TestRestartMidInstallConverges(t *testing.T) {
 	first := h.startOperatorAsAdmin(bin)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	must(t, eventually(ctx, "the install to start", h.exists(&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: "efs.csi.aws.com"}})))
-	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-first.exited
+	must(t, first.kill())
 
 	h.startOperatorAsAdmin(bin)
 	for _, obj := range operands()[:len(operands())-1] {
@@ -108,4 +122,32 @@ func TestRestartMidInstallConverges(t *testing.T) {
 	for _, c := range []string{"AWSEFSDriverControllerServiceControllerAvailable", "AWSEFSDriverNodeServiceControllerAvailable"} {
 		must(t, eventually(ctx, c, h.conditionIs(c, operatorv1.ConditionTrue)))
 	}
+}
+
+// TestRestartedOperatorRestoresAMissingOperandAtOnce restarts the operator after a completed
+// install with the controller Deployment deleted meanwhile. The new process finds the adoption
+// done and writes nothing, so the CR's informer sends no event after the gate opens; the
+// operand controllers, which first looked while it was closed, must still be woken at once,
+// not at a resync minutes later. The kill campaign found that stall (a minute after a kill).
+func TestRestartedOperatorRestoresAMissingOperandAtOnce(t *testing.T) {
+	bin := buildOperator(t)
+	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	first := h.startOperatorAsAdmin(bin)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
+	must(t, eventually(ctx, "the driver installed", h.available(deployment)))
+	must(t, eventually(ctx, "adoption settled", h.conditionIs("AWSEFSDriverAdoptionProgressing", operatorv1.ConditionFalse)))
+	must(t, first.kill())
+	must(t, h.c.Delete(ctx, deployment))
+	must(t, eventually(ctx, "the Deployment gone", h.gone(deployment)))
+
+	begin := time.Now()
+	h.startOperatorAsAdmin(bin)
+	// Well under the operand controllers' resync: only a woken controller makes it in time.
+	quick, stop := context.WithTimeout(ctx, 20*time.Second)
+	defer stop()
+	must(t, eventually(quick, "the Deployment re-created by the restarted operator", h.exists(deployment)))
+	t.Logf("re-created %v after the restart", time.Since(begin).Round(100*time.Millisecond))
 }

@@ -122,15 +122,24 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	if err != nil {
 		return err
 	}
+	fence, err := newRemovalFence(kubeClient, read)
+	if err != nil {
+		return err
+	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
+	uninstall := &uninstallController{
+		operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient, mapper: mapper, objects: objects, gate: g, fence: fence,
+	}
+	g.countVolumes = func(ctx context.Context) (int, error) {
+		_, total, err := uninstall.efsVolumes(ctx)
+		return total, err
+	}
 	own := []factory.Controller{
 		newAdoptionController(&adoptionController{
 			namespace: ns, operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient,
 			daemonSets: nsInformers.Apps().V1().DaemonSets(), csiDriver: resourceread.ReadCSIDriverV1OrDie(csiDriverManifest), gate: g,
 		}, recorder),
-		newUninstallController(&uninstallController{
-			operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient, mapper: mapper, objects: objects, gate: g,
-		}, recorder),
+		newUninstallController(uninstall, recorder),
 		newPresenceController(&presenceController{operatorClient: operatorClient, dynamic: dynamicClient, assets: read}, recorder),
 	}
 

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -66,6 +67,12 @@ type uninstallController struct {
 	mapper         meta.RESTMapper
 	objects        []operandObject
 	gate           *gate
+	fence          *removalFence
+	// revokedAt is when a removal was last stopped; the fence stays up for settleTime after.
+	revokedAt time.Time
+	// stopped is set while a removal that a volume stopped waits for the volumes to go: the
+	// conditions keep saying so until it resumes or the CR is Managed again.
+	stopped bool
 	// goneSince is when the operand was first seen fully removed. A controller whose sync
 	// started before removal was allowed may still write one object; the finalizer is released
 	// only after the operand stayed gone for settleTime.
@@ -102,7 +109,7 @@ func operandObjects(namespace string) ([]operandObject, error) {
 }
 
 func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncContext) error {
-	spec, _, _, err := c.operatorClient.GetOperatorState()
+	spec, status, _, err := c.operatorClient.GetOperatorState()
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -115,7 +122,17 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 	}
 	deleting := objMeta.DeletionTimestamp != nil
 	if !deleting && spec.ManagementState != operatorv1.Removed {
-		c.gate.removalAllowed.Store(false)
+		c.fence.open()
+		c.stopped = false
+		if c.gate.setRemovalAllowed(false) || (c.revokedAt.IsZero() && uninstallReason(status) == reasonRemoving) {
+			c.revokedAt = time.Now()
+		}
+		// RemovingDriver keeps the fence up. A library-go controller that was shown Removed a
+		// moment ago may still be deleting: the fence opens only once it is done.
+		if wait := settleTime - time.Since(c.revokedAt); uninstallReason(status) == reasonRemoving && wait > 0 {
+			syncCtx.Queue().AddAfter(syncCtx.QueueKey(), wait)
+			return nil
+		}
 		if spec.ManagementState == operatorv1.Managed {
 			if err := v1helpers.EnsureFinalizer(ctx, c.operatorClient, uninstallControllerName); err != nil {
 				return err
@@ -123,38 +140,28 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 		}
 		return c.report(ctx, objMeta.Generation, operatorv1.ConditionFalse, operatorv1.ConditionFalse, reasonInstalled, "")
 	}
+	c.revokedAt = time.Time{}
 
 	present, err := c.present(ctx)
 	if err != nil {
 		return err
 	}
-	// Volumes are counted again before every round of removal, not only before the first: one
-	// created while the driver is being removed stops the removal, and the gate shows the
-	// operand controllers a Managed CR again, which puts back what was removed.
 	if len(present) > 0 {
-		volumes, total, err := c.efsVolumes(ctx)
-		if err != nil {
+		if ok, err := c.mayRemove(ctx, syncCtx, objMeta.Generation, deleting, status); !ok || err != nil {
 			return err
 		}
-		if total > 0 {
-			msg := fmt.Sprintf("the AWS EFS CSI driver is not removed while %d EFS PersistentVolumes exist (%s): delete them, or set managementState back to Managed",
-				total, strings.Join(volumes, ", "))
-			if c.gate.removalAllowed.Swap(false) {
-				msg = "removal stopped and the driver restored: " + msg
-			}
-			syncCtx.Recorder().Warningf(reasonVolumesInUse, "%s", msg)
-			// Volumes are not watched (there may be very many); look again soon.
-			syncCtx.Queue().AddAfter(syncCtx.QueueKey(), 10*time.Second)
-			return c.report(ctx, objMeta.Generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonVolumesInUse, msg)
-		}
-		if !c.gate.removalAllowed.Load() {
-			syncCtx.Recorder().Eventf(reasonRemoving, "No EFS PersistentVolume is left: removing the AWS EFS CSI driver")
-		}
 	}
-	c.gate.removalAllowed.Store(true)
+	c.gate.setRemovalAllowed(true)
+	c.stopped = false
 	if len(present) > 0 {
 		c.goneSince = time.Time{}
-		if err := c.delete(ctx, present); err != nil {
+		err := c.delete(ctx, present)
+		if errors.Is(err, errVolumeAppeared) {
+			// The next round counts the volume, stops the removal and restores the driver.
+			syncCtx.Queue().Add(syncCtx.QueueKey())
+			return nil
+		}
+		if err != nil {
 			return c.report(ctx, objMeta.Generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonRemovalFailed, err.Error())
 		}
 		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), time.Second)
@@ -174,6 +181,97 @@ func (c *uninstallController) sync(ctx context.Context, syncCtx factory.SyncCont
 		return v1helpers.RemoveFinalizer(ctx, c.operatorClient, uninstallControllerName)
 	}
 	return nil
+}
+
+// mayRemove decides whether a round of removal may delete: never while an EFS volume exists,
+// and the first round only once the removal fence refuses new ones. It reports, and requeues,
+// what it waits for.
+func (c *uninstallController) mayRemove(ctx context.Context, syncCtx factory.SyncContext, generation int64, deleting bool, status *operatorv1.OperatorStatus) (bool, error) {
+	if c.gate.removalAllowed.Load() {
+		// Volumes are counted before every round, not only before the first: one that got in
+		// (on a cluster without the fence) stops the removal, and the gate shows the operand
+		// controllers a Managed CR again, which puts back what was removed.
+		blocked, err := c.blockedByVolumes(ctx, syncCtx, generation, deleting)
+		return !blocked && err == nil, err
+	}
+	// Removed or deleted, the driver takes no new volumes, whether or not old ones hold back its
+	// removal. The fence goes up before a removal; one taken down by hand during it is back at
+	// the next.
+	fenced, err := c.fence.ensure(ctx, syncCtx.Recorder())
+	if err != nil {
+		return false, c.report(ctx, generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonRemovalFailed, err.Error())
+	}
+	if blocked, err := c.blockedByVolumes(ctx, syncCtx, generation, deleting); blocked || err != nil {
+		return false, err
+	}
+	if fenced {
+		// RemovingDriver is part of what the fence refuses on: it keeps refusing if the CR is set
+		// back to Managed while a round of deletes is under way.
+		if uninstallReason(status) != reasonRemoving {
+			msg := "refusing new EFS PersistentVolumes before the AWS EFS CSI driver is removed"
+			if err := c.report(ctx, generation, operatorv1.ConditionFalse, operatorv1.ConditionTrue, reasonRemoving, msg); err != nil {
+				return false, err
+			}
+		}
+		wait, err := c.fence.settle(ctx)
+		if err != nil {
+			return false, c.report(ctx, generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonRemovalFailed, err.Error())
+		}
+		if wait > 0 {
+			syncCtx.Queue().AddAfter(syncCtx.QueueKey(), wait)
+			return false, nil
+		}
+		// The last count: from now on no volume can appear.
+		if blocked, err := c.blockedByVolumes(ctx, syncCtx, generation, deleting); blocked || err != nil {
+			return false, err
+		}
+	}
+	syncCtx.Recorder().Eventf(reasonRemoving, "No EFS PersistentVolume is left: removing the AWS EFS CSI driver")
+	return true, nil
+}
+
+// blockedByVolumes counts the EFS PersistentVolumes and, while any exists, stops the removal and
+// says so in the conditions and an event.
+func (c *uninstallController) blockedByVolumes(ctx context.Context, syncCtx factory.SyncContext, generation int64, deleting bool) (bool, error) {
+	volumes, total, err := c.efsVolumes(ctx)
+	if err != nil {
+		return false, err
+	}
+	if total == 0 {
+		return false, nil
+	}
+	msg := fmt.Sprintf("the AWS EFS CSI driver is not removed while %d EFS PersistentVolumes exist (%s): delete them",
+		total, strings.Join(volumes, ", "))
+	if deleting {
+		// An admin who edits the CR back to Managed expects the uninstall to stop, but
+		// nothing undoes a deletion: say so, and what gets the driver back.
+		msg += fmt.Sprintf(". ClusterCSIDriver %s is being deleted, and a deletion cannot be undone, not even by setting managementState back to Managed: "+
+			"the driver keeps serving the volumes until they are gone, then it is removed; create the ClusterCSIDriver again afterwards to reinstall it", efs.CRName)
+	} else {
+		msg += ", or set managementState back to Managed"
+	}
+	if c.gate.setRemovalAllowed(false) {
+		c.stopped = true
+	}
+	if c.stopped {
+		msg = "removal stopped and the driver restored: " + msg
+	}
+	c.fence.open()
+	syncCtx.Recorder().Warningf(reasonVolumesInUse, "%s", msg)
+	// Volumes are not watched (there may be very many); look again soon.
+	syncCtx.Queue().AddAfter(syncCtx.QueueKey(), 10*time.Second)
+	return true, c.report(ctx, generation, operatorv1.ConditionTrue, operatorv1.ConditionTrue, reasonVolumesInUse, msg)
+}
+
+// uninstallReason is the reason of the uninstall controller's Progressing condition.
+func uninstallReason(status *operatorv1.OperatorStatus) string {
+	if status == nil {
+		return ""
+	}
+	if c := v1helpers.FindOperatorCondition(status.Conditions, uninstallControllerName+operatorv1.OperatorStatusTypeProgressing); c != nil {
+		return c.Reason
+	}
+	return ""
 }
 
 // report writes the controller's conditions and the generation of the CR they answer: the
@@ -219,8 +317,43 @@ func (c *uninstallController) present(ctx context.Context) ([]operandObject, err
 	return present, nil
 }
 
+// errVolumeAppeared stops a round of removal: a volume was created after the round counted none.
+var errVolumeAppeared = errors.New("an EFS PersistentVolume was created during the removal")
+
+// servesVolumes reports whether an operand object is one the driver's volumes depend on: its
+// CSIDriver, node DaemonSet and controller Deployment.
+func (o operandObject) servesVolumes() bool {
+	switch o.gvk.Kind {
+	case "CSIDriver", "DaemonSet", "Deployment":
+		return true
+	}
+	return false
+}
+
+// delete deletes the objects, those that serve volumes first. The removal fence keeps new
+// volumes out; where the cluster cannot enforce it, or an admin took it down, volumes are
+// counted again right before each object that serves them, and one created meanwhile stops the
+// round with errVolumeAppeared. Without the fence the milliseconds between such a count and the
+// delete stay open.
 func (c *uninstallController) delete(ctx context.Context, objects []operandObject) error {
+	var serving, rest []operandObject
 	for _, o := range objects {
+		if o.servesVolumes() {
+			serving = append(serving, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	for _, o := range append(serving, rest...) {
+		if o.servesVolumes() {
+			_, total, err := c.efsVolumes(ctx)
+			if err != nil {
+				return err
+			}
+			if total > 0 {
+				return errVolumeAppeared
+			}
+		}
 		r, err := c.resource(o)
 		if err != nil {
 			return err

@@ -62,7 +62,11 @@ func (s *Stack) startControllers(ctx context.Context) error {
 	}
 	kcmPort, schedPort := ports[0], ports[1]
 	kubeconfig := s.componentKubeconfig()
-	kubeconfigFlags := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig}
+	kubeconfigFlags := []string{"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		// The default client limit (20 QPS) holds the PV binder to a few binds a second, so any
+		// measurement of hundreds of volumes would measure the limit. Large production control
+		// planes raise it; API Priority and Fairness protects the server instead.
+		"--kube-api-qps=100", "--kube-api-burst=200"}
 	kcm, err := s.startComponent("kube-controller-manager", nil, s.opts.Tools.ControllerManager, append(kubeconfigFlags,
 		"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(kcmPort),
 		"--leader-elect=false",

@@ -31,6 +31,10 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// How it was started, so that Stack.Restart can start it again the same way.
+	bin       string
+	args, env []string
+	detached  bool
 }
 
 // startProcess runs a binary in its own process group. When detached, the process survives the
@@ -58,7 +62,8 @@ func startProcess(stackDir, name string, detached bool, env []string, bin string
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
 	}
-	p := &process{Name: name, PID: cmd.Process.Pid, Log: logPath, Stack: stackDir, cmd: cmd, done: make(chan struct{})}
+	p := &process{Name: name, PID: cmd.Process.Pid, Log: logPath, Stack: stackDir, cmd: cmd, done: make(chan struct{}),
+		bin: bin, args: args, env: env, detached: detached}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
@@ -79,18 +84,20 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs it. A process that
-// has already ended, or whose PID now belongs to someone else, is left alone.
-func (p *process) stop(grace time.Duration) {
+// stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs it, and reports
+// whether it had to. A process that has already ended, or whose PID now belongs to someone
+// else, is left alone.
+func (p *process) stop(grace time.Duration) (killed bool) {
 	if !alive(p.PID) || !hasMarker(p.PID, p.Stack) {
-		return
+		return false
 	}
 	_ = syscall.Kill(-p.PID, syscall.SIGTERM)
 	if waitGroupGone(p.PID, grace) {
-		return
+		return false
 	}
 	_ = syscall.Kill(-p.PID, syscall.SIGKILL)
 	waitGroupGone(p.PID, 5*time.Second)
+	return true
 }
 
 // waitGroupGone reports whether a process group ended within the time given.
@@ -139,15 +146,34 @@ func groupAlive(pgid int) bool {
 }
 
 func zombie(pid int) bool {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return procState(fmt.Sprintf("/proc/%d/stat", pid)) == 'Z'
+}
+
+// procState reads the state letter of a /proc stat file, 0 when it cannot be read.
+func procState(statFile string) byte {
+	raw, err := os.ReadFile(statFile)
 	if err != nil {
-		return false
+		return 0
 	}
 	// The state follows the parenthesised command name.
 	if i := strings.LastIndexByte(string(raw), ')'); i >= 0 && i+2 < len(raw) {
-		return raw[i+2] == 'Z'
+		return raw[i+2]
 	}
-	return false
+	return 0
+}
+
+// frozen reports whether every thread of a process is stopped by a signal.
+func frozen(pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return false
+	}
+	for _, stat := range stats {
+		if procState(stat) != 'T' {
+			return false
+		}
+	}
+	return true
 }
 
 // Tail returns the last n lines of a file.

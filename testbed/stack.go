@@ -99,6 +99,9 @@ type Stack struct {
 	nodeTokens      map[string]string
 	mu              sync.Mutex
 	procs           []*process
+	// ready holds, by component name, the check that says it serves (faults.go waits on it
+	// after a restart).
+	ready map[string]func(context.Context) error
 	// background ends at Stop: what the stack runs in the calling process lives until then,
 	// started by goBackground so that Stop waits for it before undoing the host.
 	background     context.Context
@@ -260,7 +263,7 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	etcd, err := s.startComponent("etcd", nil, s.opts.Tools.Etcd,
+	etcd, err := s.startComponent(EtcdComponent, nil, s.opts.Tools.Etcd,
 		"--name=testbed", "--data-dir="+filepath.Join(s.Dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -270,9 +273,11 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := poll(ctx, etcd, "etcd health", func(ctx context.Context) error {
+	etcdReady := func(ctx context.Context) error {
 		return httpOK(ctx, s.componentHTTP(nil), etcdURL+"/health", "")
-	}); err != nil {
+	}
+	s.setReady(etcd.Name, etcdReady)
+	if err := poll(ctx, etcd, "etcd health", etcdReady); err != nil {
 		return err
 	}
 
@@ -310,7 +315,7 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 			// No kube-proxy or pod network exists, so nothing may be routed to the service range.
 			"--endpoint-reconciler-type=none")
 	}
-	apiserver, err := s.startComponent("kube-apiserver", nil, s.opts.Tools.APIServer, args...)
+	apiserver, err := s.startComponent(APIServerComponent, nil, s.opts.Tools.APIServer, args...)
 	if err != nil {
 		return err
 	}
@@ -319,9 +324,9 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 		server = "https://" + nodeIP + ":" + strconv.Itoa(apiPort)
 	}
 	insecure := s.componentHTTP(&tls.Config{InsecureSkipVerify: true})
-	if err := poll(ctx, apiserver, "kube-apiserver /readyz", func(ctx context.Context) error {
-		return httpOK(ctx, insecure, server+"/readyz", token)
-	}); err != nil {
+	apiReady := func(ctx context.Context) error { return httpOK(ctx, insecure, server+"/readyz", token) }
+	s.setReady(apiserver.Name, apiReady)
+	if err := poll(ctx, apiserver, "kube-apiserver /readyz", apiReady); err != nil {
 		return err
 	}
 	ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))

@@ -64,7 +64,7 @@ func (m *Migrate) Run(ctx context.Context) error {
 		return err
 	}
 	plan := &Plan{}
-	mig, err := migration.Begin(ctx, config, verb, d.name, d.pkg, plan, m.Progress)
+	mig, err := migration.Begin(ctx, config, verb, d.name, d.pkg, stepNames, plan, m.Progress)
 	if err != nil {
 		return err
 	}
@@ -130,6 +130,21 @@ func (d driver) permissions(namespace string) []kube.Permission {
 		}
 	}
 	return ps
+}
+
+// Problems names what makes a plan read from a journal unfit to act on.
+func (p *Plan) Problems(namespace, driver string) []string {
+	var problems []string
+	if p.Driver != driver {
+		problems = append(problems, fmt.Sprintf("it records driver %q, not %s", p.Driver, driver))
+	}
+	if p.Namespace != namespace {
+		problems = append(problems, fmt.Sprintf("it records Subscription %s/%s, but a journal lives next to its Subscription, in namespace %s", p.Namespace, p.Subscription, namespace))
+	}
+	if p.Subscription == "" || p.CSV == "" || p.ClusterCSIDriver == "" || p.CR == "" {
+		problems = append(problems, "it lacks the Subscription, CSV, old CR or ClusterCSIDriver to hand over (subscription, csv, cr, clusterCSIDriver)")
+	}
+	return problems
 }
 
 // plan checks the cluster can take the installation over, and checks the operands.

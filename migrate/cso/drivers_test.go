@@ -1,6 +1,7 @@
 package cso
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -38,5 +39,19 @@ func TestDriversMatchDesign(t *testing.T) {
 	}
 	if _, err := lookupDriver("gce-pd"); err == nil || err.Error() != `unknown driver "gce-pd": use ebs or manila` {
 		t.Errorf("lookupDriver(gce-pd) = %v", err)
+	}
+}
+
+func TestStepNamesAreTheStepsInOrder(t *testing.T) {
+	d, err := lookupDriver("manila")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range (&Migrate{}).steps(nil, d, &Plan{}) {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(names, stepNames) {
+		t.Errorf("the steps run as %v, but the journal is checked against %v", names, stepNames)
 	}
 }

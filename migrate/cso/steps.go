@@ -21,6 +21,18 @@ import (
 
 const fieldManager = "csi-olm-migrate"
 
+// The steps' names, as the journal records them.
+const (
+	deleteSubscriptionStep     = "delete-subscription"
+	deleteCSVStep              = "delete-csv"
+	waitOperatorRemovedStep    = "wait-operator-removed"
+	releaseOldCRStep           = "release-old-cr"
+	createClusterCSIDriverStep = "create-clustercsidriver"
+	checkOperandsStep          = "check-operands"
+)
+
+var stepNames = []string{deleteSubscriptionStep, deleteCSVStep, waitOperatorRemovedStep, releaseOldCRStep, createClusterCSIDriverStep, checkOperandsStep}
+
 func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step {
 	wait := func(what string, check func(context.Context) (bool, string, error)) func(context.Context) error {
 		return func(ctx context.Context) error { return migration.Wait(ctx, m.Progress, what, m.Timeout, check) }
@@ -28,7 +40,7 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 	sub := client.ObjectKey{Namespace: plan.Namespace, Name: plan.Subscription}
 	csv := client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV}
 	return []migration.Step{{
-		Name:        "delete-subscription",
+		Name:        deleteSubscriptionStep,
 		Description: fmt.Sprintf("delete Subscription %s and its InstallPlans, so that OLM stops managing the operator", sub),
 		Do: func(ctx context.Context) error {
 			if err := deleteAndWait(ctx, c, "Subscription", &operatorsv1alpha1.Subscription{}, sub, wait); err != nil {
@@ -39,18 +51,18 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 			return wait("the InstallPlans of Subscription "+sub.String()+" to go", installPlansGone(c, sub))(ctx)
 		},
 	}, {
-		Name:        "delete-csv",
+		Name:        deleteCSVStep,
 		Description: fmt.Sprintf("delete CSV %s, so that OLM removes the operator", csv),
 		Do: func(ctx context.Context) error {
 			return deleteAndWait(ctx, c, "CSV", &operatorsv1alpha1.ClusterServiceVersion{}, csv, wait)
 		},
 	}, {
-		Name: "wait-operator-removed",
+		Name: waitOperatorRemovedStep,
 		Description: fmt.Sprintf("wait until OLM removed the operator's Deployment and its pods are gone (they are not deleted here), "+
 			"and the Subscription, its InstallPlans and the CSV stayed gone for %s", settle),
 		Do: wait("OLM to remove the operator", olmLetGo(c, plan, sub, csv)),
 	}, {
-		Name:        "release-old-cr",
+		Name:        releaseOldCRStep,
 		Description: fmt.Sprintf("remove the finalizers of %s, then delete it, so that the old operator's uninstall never runs", plan.CR),
 		Do: func(ctx context.Context) error {
 			if err := releaseOldCR(ctx, c, d); err != nil {
@@ -59,7 +71,7 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 			return wait(plan.CR+" to go", gone(c, d.cr(), client.ObjectKey{Name: "cluster"}))(ctx)
 		},
 	}, {
-		Name:        "create-clustercsidriver",
+		Name:        createClusterCSIDriverStep,
 		Description: fmt.Sprintf("create ClusterCSIDriver %s, which the CSO-era operator watches", d.clusterCSIDriver),
 		Do: func(ctx context.Context) error {
 			cr := &operatorv1.ClusterCSIDriver{
@@ -72,7 +84,7 @@ func (m *Migrate) steps(c client.Client, d driver, plan *Plan) []migration.Step 
 			return nil
 		},
 	}, {
-		Name:        "check-operands",
+		Name:        checkOperandsStep,
 		Description: "check that every operand recorded before the migration is still there",
 		Do:          func(ctx context.Context) error { return operandsIntact(ctx, c, plan) },
 	}}

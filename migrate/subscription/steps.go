@@ -16,15 +16,24 @@ import (
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
+// The steps' names, as the journal records them.
+const (
+	switchSourceStep  = "switch-source"
+	followUpgradeStep = "follow-upgrade"
+	verifyDriverStep  = "verify-driver"
+)
+
+var stepNames = []string{switchSourceStep, followUpgradeStep, verifyDriverStep}
+
 func (m *Migrate) steps(c client.Client, plan *Plan) []migration.Step {
 	ref := plan.Namespace + "/" + plan.Name
 	return []migration.Step{{
-		Name: "switch-source",
+		Name: switchSourceStep,
 		Description: fmt.Sprintf("switch Subscription %s to catalog %s/%s, channel %s",
 			ref, plan.To.SourceNamespace, plan.To.Source, plan.To.Channel),
 		Do: func(ctx context.Context) error { return switchSource(ctx, c, plan) },
 	}, {
-		Name:        "follow-upgrade",
+		Name:        followUpgradeStep,
 		Description: fmt.Sprintf("wait for OLM to install %s and the Subscription to reach AtLatestKnown", plan.Upgrade.Head),
 		Do: func(ctx context.Context) error {
 			return migration.Wait(ctx, m.Progress, "the upgrade to "+plan.Upgrade.Head, m.Timeout, func(ctx context.Context) (bool, string, error) {
@@ -32,7 +41,7 @@ func (m *Migrate) steps(c client.Client, plan *Plan) []migration.Step {
 			})
 		},
 	}, {
-		Name:        "verify-driver",
+		Name:        verifyDriverStep,
 		Description: "check that the EFS driver kept running and every Ready SharedVolume is still Ready",
 		Do: func(ctx context.Context) error {
 			return migration.Wait(ctx, m.Progress, "the driver and the SharedVolumes", m.Timeout, func(ctx context.Context) (bool, string, error) {
@@ -51,14 +60,13 @@ func switchSource(ctx context.Context, c client.Client, plan *Plan) error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
 			return fmt.Errorf("reading Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
 		}
-		current := Endpoint{Source: sub.Spec.CatalogSource, SourceNamespace: sub.Spec.CatalogSourceNamespace, Channel: sub.Spec.Channel}
-		switch current {
+		switch endpointOf(&sub) {
 		case plan.To:
 			return nil
 		case plan.From:
 		default:
-			return fmt.Errorf("Subscription %s/%s changed since the migration was planned: it now uses catalog %s/%s, channel %s",
-				plan.Namespace, plan.Name, current.SourceNamespace, current.Source, current.Channel)
+			return fmt.Errorf("Subscription %s/%s changed since the migration was planned: %s: %w",
+				plan.Namespace, plan.Name, describeChange(&sub, plan.From), migration.ErrNothingChanged)
 		}
 		updated := sub.DeepCopy()
 		updated.Spec.CatalogSource = plan.To.Source
@@ -69,43 +77,6 @@ func switchSource(ctx context.Context, c client.Client, plan *Plan) error {
 		}
 		return nil
 	})
-}
-
-// upgraded follows OLM until the planned CSV Succeeded, saying what OLM is doing meanwhile.
-func upgraded(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
-	var sub operatorsv1alpha1.Subscription
-	if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
-		return false, "cannot read the Subscription: " + err.Error(), nil
-	}
-	status := []string{fmt.Sprintf("Subscription state=%s installedCSV=%s currentCSV=%s", sub.Status.State, sub.Status.InstalledCSV, sub.Status.CurrentCSV)}
-	for _, cond := range sub.Status.Conditions {
-		if cond.Type == operatorsv1alpha1.SubscriptionResolutionFailed && cond.Status == "True" {
-			status = append(status, "resolution failed: "+cond.Message)
-		}
-	}
-	if ip := sub.Status.InstallPlanRef; ip != nil {
-		var plan operatorsv1alpha1.InstallPlan
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ip.Namespace, Name: ip.Name}, &plan); err == nil {
-			status = append(status, fmt.Sprintf("InstallPlan %s %s", plan.Name, plan.Status.Phase))
-			if plan.Status.Phase == operatorsv1alpha1.InstallPlanPhaseRequiresApproval {
-				status = append(status, fmt.Sprintf("it awaits manual approval: kubectl patch installplan -n %s %s --type=merge -p '{\"spec\":{\"approved\":true}}'", plan.Namespace, plan.Name))
-			}
-		}
-	}
-	if sub.Status.CurrentCSV != "" {
-		var csv operatorsv1alpha1.ClusterServiceVersion
-		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: sub.Status.CurrentCSV}, &csv); err == nil {
-			status = append(status, fmt.Sprintf("CSV %s %s", csv.Name, csv.Status.Phase))
-			if csv.Status.Phase == operatorsv1alpha1.CSVPhaseFailed {
-				return false, "", fmt.Errorf("CSV %s/%s failed: %s: %s", csv.Namespace, csv.Name, csv.Status.Reason, csv.Status.Message)
-			}
-			if csv.Name == plan.Upgrade.Head && csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded &&
-				sub.Status.State == operatorsv1alpha1.SubscriptionStateAtLatest && sub.Status.InstalledCSV == plan.Upgrade.Head {
-				return true, "", nil
-			}
-		}
-	}
-	return false, strings.Join(status, "; "), nil
 }
 
 // driverServes checks the driver DaemonSet is the one that ran before, and available, and that

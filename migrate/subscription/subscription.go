@@ -77,7 +77,7 @@ func (m *Migrate) Run(ctx context.Context) error {
 		return err
 	}
 	plan := &Plan{}
-	mig, err := migration.Begin(ctx, config, verb, efs.Package, efs.Package, plan, m.Progress)
+	mig, err := migration.Begin(ctx, config, verb, efs.Package, efs.Package, stepNames, plan, m.Progress)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,11 @@ func (m *Migrate) Run(ctx context.Context) error {
 	if err := kube.CheckAccess(ctx, mig.Kube, m.permissions(ctx, mig)); err != nil {
 		return err
 	}
-	if mig.Journal == nil {
+	if mig.Journal != nil {
+		if err := checkRecordedSubscription(ctx, mig.Client, mig.Journal, plan); err != nil {
+			return err
+		}
+	} else {
 		if plan, err = m.plan(ctx, mig.Client, config, mig.Subscription); err != nil {
 			return err
 		}
@@ -124,6 +128,8 @@ func (m *Migrate) permissions(ctx context.Context, mig *migration.Migration) []k
 		{Verb: "update", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "get", Group: "operators.coreos.com", Resource: "installplans", Namespace: namespace},
+		// Following the upgrade reads the target catalog's connection state.
+		{Verb: "get", Group: "operators.coreos.com", Resource: "catalogsources", Namespace: m.SourceNamespace},
 		{Verb: "create", Resource: "configmaps", Namespace: namespace},
 		{Verb: "update", Resource: "configmaps", Namespace: namespace},
 		{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: namespace},
@@ -152,6 +158,61 @@ func (m *Migrate) checkRecordedTarget(j *migration.Journal, plan *Plan) error {
 			j.Ref(), state, plan.To.SourceNamespace, plan.To.Source, plan.To.Channel)
 	}
 	return nil
+}
+
+// checkRecordedSubscription refuses to resume a migration whose journal no longer matches the
+// Subscription: acting on it would skip a switch that did not happen, or undo someone's change.
+// A Subscription back on its original catalog after the switch was recorded was most likely
+// restored with the command a failed run printed.
+func checkRecordedSubscription(ctx context.Context, c client.Client, j *migration.Journal, plan *Plan) error {
+	ref := plan.Namespace + "/" + plan.Name
+	var sub operatorsv1alpha1.Subscription
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("ConfigMap %s records a migration of Subscription %s, which no longer exists: nothing was changed; delete the ConfigMap (%s) once you no longer need the original spec it keeps",
+			j.Ref(), ref, j.DeleteCommand())
+	case err != nil:
+		return fmt.Errorf("reading Subscription %s: %w", ref, err)
+	}
+	current := endpointOf(&sub)
+	switch {
+	case j.Done(switchSourceStep) && current == plan.From:
+		return fmt.Errorf("ConfigMap %s records the switch of Subscription %s to catalog %s/%s as done, but the Subscription is on its original catalog %s/%s again (put back after the migration stopped?): nothing was changed; to migrate it again, delete the ConfigMap (%s) and run again",
+			j.Ref(), ref, plan.To.SourceNamespace, plan.To.Source, plan.From.SourceNamespace, plan.From.Source, j.DeleteCommand())
+	case j.Done(switchSourceStep) && current != plan.To:
+		return fmt.Errorf("Subscription %s changed since ConfigMap %s recorded its switch: %s: nothing was changed; check who changed it, then delete the ConfigMap (%s) and run again",
+			ref, j.Ref(), describeChange(&sub, plan.To), j.DeleteCommand())
+	case !j.Done(switchSourceStep) && current != plan.From && current != plan.To:
+		return fmt.Errorf("Subscription %s changed since ConfigMap %s recorded the plan: %s: nothing was changed; check who changed it, then delete the ConfigMap (%s) and run again",
+			ref, j.Ref(), describeChange(&sub, plan.From), j.DeleteCommand())
+	}
+	return nil
+}
+
+// Problems names what makes a plan read from a journal unfit to act on.
+func (p *Plan) Problems(namespace, _ string) []string {
+	var problems []string
+	if p.Namespace != namespace {
+		problems = append(problems, fmt.Sprintf("it records Subscription %s/%s, but a journal lives next to its Subscription, in namespace %s", p.Namespace, p.Name, namespace))
+	}
+	if p.Name == "" {
+		problems = append(problems, "it names no Subscription (name)")
+	}
+	// A Subscription may leave its channel to the package's default; the plan's target never does.
+	if p.From.Source == "" || p.From.SourceNamespace == "" {
+		problems = append(problems, fmt.Sprintf("its from lacks a source or sourceNamespace: %+v", p.From))
+	}
+	if p.To.Source == "" || p.To.SourceNamespace == "" || p.To.Channel == "" {
+		problems = append(problems, fmt.Sprintf("its to lacks a source, sourceNamespace or channel: %+v", p.To))
+	}
+	if p.Upgrade == nil || p.Upgrade.Head == "" {
+		problems = append(problems, "it records no CSV to upgrade to (upgrade.head)")
+	}
+	if o := p.OriginalSpec; o.Package != efs.Package || o.CatalogSource != p.From.Source || o.CatalogSourceNamespace != p.From.SourceNamespace || o.Channel != p.From.Channel {
+		problems = append(problems, fmt.Sprintf("its originalSpec (package %s, catalog %s/%s, channel %s), the spec a failure restores, is not the package %s on its from catalog",
+			o.Package, o.CatalogSourceNamespace, o.CatalogSource, o.Channel, efs.Package))
+	}
+	return problems
 }
 
 // plan asks the target catalog how the Subscription's CSV upgrades, and records what must

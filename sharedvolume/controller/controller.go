@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +50,8 @@ const (
 	ReasonDeleting   = "Deleting"
 	// ReasonNameTooLong: the SharedVolume's name cannot name or label its PV and PVC.
 	ReasonNameTooLong = "NameTooLong"
+	// ReasonVolumeRefused: admission refused the PV, as it does while the driver is removed.
+	ReasonVolumeRefused = "VolumeRefused"
 	// ReasonSpecEdited is the reason of the SpecReverted condition and of the warning event sent
 	// when a spec edit is reverted.
 	ReasonSpecEdited = "ImmutableSpecEdited"
@@ -77,8 +81,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Watches(&corev1.PersistentVolumeClaim{}, toOwner).
 		Watches(&corev1.PersistentVolume{}, toOwner).
 		// Run may start the controller again in a process whose previous one stopped.
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true), RateLimiter: retryLimiter()}).
 		Complete(r)
+}
+
+// Retries of a failed reconcile back off from retryBase to retryCap, with at most retryQPS
+// (burst retryBurst) retries a second in all.
+const (
+	retryBase  = 5 * time.Millisecond
+	retryCap   = 10 * time.Second
+	retryQPS   = 50
+	retryBurst = 500
+)
+
+// retryLimiter paces retries. controller-runtime's default backs a failing SharedVolume off,
+// doubling from 5 ms, up to 1,000 s, and retries at most 10 a second in all. Every SharedVolume
+// in flight fails all through an API server outage: after 30 s down, the next try of each is
+// some 40 s away, after five minutes some five minutes away, and then 200 of them take 20 s
+// more at 10 a second. Capped at 10 s, each is tried again soon after the server returns. API
+// Priority and Fairness protects the server, and the overall limit still spreads the retries.
+func retryLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedMaxOfRateLimiter(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](retryBase, retryCap),
+		&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(retryQPS), retryBurst)},
+	)
 }
 
 // Reconcile brings one SharedVolume's PV and PVC to the desired state and writes its status
@@ -93,6 +119,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	result, err = r.reconcile(ctx, sv)
+	if apierrors.IsConflict(err) && r.Reader != nil {
+		// The cache may be behind the API server for long: after an API server restart its
+		// watch comes back only after client-go's backoff, and until then every write from it
+		// conflicts. The control-plane campaign saw SharedVolumes wait 30 s that way, with their
+		// claims Bound. The API server's copy is current.
+		sv = &v1alpha1.SharedVolume{}
+		if err := r.Reader.Get(ctx, req.NamespacedName, sv); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		result, err = r.reconcile(ctx, sv)
+	}
+	if apierrors.IsConflict(err) {
+		// Someone changed it meanwhile: the next reconcile reads the newer one. It is no error.
+		return reconcile.Result{Requeue: true}, nil
+	}
+	return result, err
+}
+
+// reconcile does the work of Reconcile on the SharedVolume read. A write refused because the
+// SharedVolume changed since it was read is returned as the conflict it is.
+func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (reconcile.Result, error) {
 	if sv.DeletionTimestamp != nil {
 		return r.delete(ctx, sv)
 	}
@@ -110,8 +158,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	}
 	var reverted *metav1.Condition
 	if pvErr == nil {
+		var err error
 		if reverted, err = r.keepSpec(ctx, sv, pv); err != nil {
-			return requeueOnConflict(err)
+			return reconcile.Result{}, err
 		}
 	}
 	status, err := r.ensure(ctx, sv, pv, pvErr)
@@ -121,7 +170,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	if reverted != nil {
 		meta.SetStatusCondition(&status.Conditions, *reverted)
 	}
-	return requeueOnConflict(r.writeStatus(ctx, sv, status))
+	if err := r.writeStatus(ctx, sv, status); err != nil {
+		return reconcile.Result{}, err
+	}
+	if status.Phase == v1alpha1.SharedVolumePending {
+		return reconcile.Result{RequeueAfter: pendingRecheck}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// pendingRecheck is how often a Pending SharedVolume is looked at again, and how long it may
+// wait for its claim to bind before the claim is read from the API server rather than the
+// cache. The cache learns of a binding from its watch, and a watch broken by an API server
+// restart is only re-established after client-go's backoff, up to a minute later.
+const pendingRecheck = 10 * time.Second
+
+// overdue reports whether a SharedVolume has waited for its claim to bind for longer than
+// pendingRecheck.
+func overdue(sv *v1alpha1.SharedVolume) bool {
+	c := meta.FindStatusCondition(sv.Status.Conditions, ConditionReady)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonBinding && time.Since(c.LastTransitionTime.Time) > pendingRecheck
 }
 
 // keepSpec puts back the spec of a SharedVolume whose PV exists, when the spec was edited since
@@ -172,30 +240,52 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	if why := nameProblem(sv); why != "" {
 		return failed(sv, ReasonNameTooLong, why), nil
 	}
-	switch {
-	case apierrors.IsNotFound(pvErr):
+	pvc := &corev1.PersistentVolumeClaim{}
+	pvcErr := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: pvcName(sv)}, pvc)
+	if pvcErr != nil && !apierrors.IsNotFound(pvcErr) {
+		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, pvcName(sv), pvcErr)
+	}
+	if why, reason := refusal(sv, pv, pvErr, pvc, pvcErr); why != "" {
+		return failed(sv, reason, why), nil
+	}
+	if ns.DeletionTimestamp != nil && (pvErr != nil || pvcErr != nil) {
+		// Nothing can be made in a namespace being deleted, and the SharedVolume goes with it:
+		// its deletion removes what it has.
+		return *sv.Status.DeepCopy(), nil
+	}
+	if apierrors.IsNotFound(pvErr) {
 		pv = desiredPV(sv)
-		if err := r.Create(ctx, pv, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := r.Create(ctx, pv, client.FieldOwner(FieldManager))
+		if apierrors.IsForbidden(err) {
+			// Admission refuses EFS volumes while the driver is removed, and says what lifts
+			// the refusal; a Pending SharedVolume is tried again every pendingRecheck.
+			status := v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending}
+			setReady(&status, sv, metav1.ConditionFalse, ReasonVolumeRefused, fmt.Sprintf("the API server refused PersistentVolume %s (tried again every %v): %v", pv.Name, pendingRecheck, err))
+			return status, nil
+		}
+		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
 		}
-	case !ownedBy(pv, sv):
-		return failed(sv, ReasonCollision, fmt.Sprintf("PersistentVolume %s already exists and belongs to %s: rename this SharedVolume", pv.Name, owner(pv))), nil
-	case !mountsSameAccessPoint(pv, sv):
-		return failed(sv, ReasonMismatch, mismatch(pv, sv)), nil
 	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	switch err := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: pvcName(sv)}, pvc); {
-	case apierrors.IsNotFound(err):
+	if apierrors.IsNotFound(pvcErr) {
 		pvc = desiredPVC(sv)
 		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
-	case err != nil:
-		return v1alpha1.SharedVolumeStatus{}, err
-	case !ownedBy(pvc, sv):
-		return failed(sv, ReasonCollision, fmt.Sprintf("PersistentVolumeClaim %s/%s already exists and belongs to %s: rename this SharedVolume", pvc.Namespace, pvc.Name, owner(pvc))), nil
-	case pvc.Spec.VolumeName != pv.Name:
+		r.claimRecreated(sv, pv, pvc)
+	}
+	if pvc.Spec.VolumeName != pv.Name {
 		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to %s, not %s", pvc.Namespace, pvc.Name, pvc.Spec.VolumeName, pv.Name)), nil
+	}
+	if why, err := r.repair(ctx, sv, pv, pvc); err != nil || why != "" {
+		return failed(sv, ReasonMismatch, why), err
+	}
+	if pvc.Status.Phase != corev1.ClaimBound && overdue(sv) && r.Reader != nil {
+		fresh := &corev1.PersistentVolumeClaim{}
+		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(pvc), fresh); err != nil {
+			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+		}
+		pvc = fresh
 	}
 	status := v1alpha1.SharedVolumeStatus{
 		ClaimRef: &corev1.TypedLocalObjectReference{APIGroup: ptr.To(""), Kind: "PersistentVolumeClaim", Name: pvc.Name},
@@ -274,15 +364,6 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 	return nil
 }
 
-// requeueOnConflict turns a conflict, a write refused because the SharedVolume changed since it
-// was read, into a requeue: the next reconcile reads the newer one. It is no error.
-func requeueOnConflict(err error) (reconcile.Result, error) {
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil
-	}
-	return reconcile.Result{}, err
-}
-
 func statusMessage(status v1alpha1.SharedVolumeStatus) string {
 	if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
 		return c.Message
@@ -302,7 +383,7 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 		status.Message = ""
 		setReady(&status, sv, metav1.ConditionFalse, ReasonDeleting, "removing the PersistentVolumeClaim, then the PersistentVolume")
 		if err := r.writeStatus(ctx, sv, status); err != nil {
-			return requeueOnConflict(err)
+			return reconcile.Result{}, err
 		}
 	}
 	for _, obj := range []client.Object{

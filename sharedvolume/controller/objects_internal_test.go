@@ -3,8 +3,11 @@ package controller
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
@@ -62,5 +65,24 @@ func TestSpecEdits(t *testing.T) {
 		if got := specEdits(recorded, tt.spec); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("specEdits(%+v) = %q, want %q", tt.spec, got, tt.want)
 		}
+	}
+}
+
+// TestRetriesAreCapped checks the backoff of a SharedVolume that keeps failing, as every one in
+// flight does while the API server is down: it grows, but never past retryCap, so each is tried
+// again soon after the server returns.
+func TestRetriesAreCapped(t *testing.T) {
+	l := retryLimiter()
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "data"}}
+	var delays []time.Duration
+	for range 40 {
+		delays = append(delays, l.When(req))
+	}
+	if delays[0] > 10*retryBase || delays[len(delays)-1] != retryCap {
+		t.Errorf("the first retry waits %v, the 40th %v: want at most %v, then exactly %v", delays[0], delays[len(delays)-1], 10*retryBase, retryCap)
+	}
+	l.Forget(req)
+	if d := l.When(req); d > 10*retryBase {
+		t.Errorf("after a success the next failure waits %v", d)
 	}
 }

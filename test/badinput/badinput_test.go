@@ -22,6 +22,7 @@ import (
 
 	bundlevalidation "github.com/csi-olm/csi-olm/bundle/validation"
 	catalogvalidation "github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/test/clustercorpus"
 )
 
 // repoRoot is where case bases are named from.
@@ -59,24 +60,83 @@ var surfaces = map[string]verb{
 	},
 }
 
+// clusterSurfaces are the corpus's directories whose cases need a cluster, which this package
+// does not start: the test that runs each, and whether its cases are clustercorpus cases, whose
+// case.yaml TestCorpus checks here.
+var clusterSurfaces = map[string]struct {
+	test          string
+	clustercorpus bool
+}{
+	"sharedvolume":     {"sharedvolume/controller TestSharedVolumeCorpus", true},
+	"clustercsidriver": {"operator TestClusterCSIDriverCorpus", true},
+	"migrate":          {"test/e2e TestMigrateCorpus", false},
+}
+
+// TestCorpus runs the cases of the offline surfaces, checks the files of the cluster surfaces'
+// cases, counts the cases of every surface, and fails on a directory it knows nothing of, whose
+// cases nothing would run.
 func TestCorpus(t *testing.T) {
-	total := 0
-	for _, surface := range slices.Sorted(maps.Keys(surfaces)) {
-		entries, err := os.ReadDir(surface)
-		if err != nil {
-			t.Fatal(err)
+	dirs, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, runBy := map[string]int{}, map[string]string{}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
 		}
-		for _, e := range entries {
-			if !e.IsDir() {
-				continue
+		surface := d.Name()
+		cluster, isCluster := clusterSurfaces[surface]
+		if _, offline := surfaces[surface]; !offline && !isCluster {
+			t.Errorf("%s/ is neither a surface TestCorpus runs nor a cluster surface it knows: add it to surfaces or clusterSurfaces, or its cases are never run", surface)
+			continue
+		}
+		cases := caseDirs(t, surface)
+		counts[surface] = len(cases)
+		if isCluster {
+			runBy[surface] = cluster.test
+			if cluster.clustercorpus {
+				// The namespace only fills in $NS: any will do to check the files.
+				if _, err := clustercorpus.Load(surface, func(name string) string { return "badinput-" + name }); err != nil {
+					t.Errorf("%s: %v", surface, err)
+				}
 			}
-			total++
-			t.Run(surface+"/"+e.Name(), func(t *testing.T) {
-				runCase(t, surfaces[surface], filepath.Join(surface, e.Name()))
+			continue
+		}
+		runBy[surface] = "TestCorpus, here"
+		for _, name := range cases {
+			t.Run(surface+"/"+name, func(t *testing.T) {
+				runCase(t, surfaces[surface], filepath.Join(surface, name))
 			})
 		}
 	}
-	t.Logf("%d cases", total)
+	for _, surface := range slices.Sorted(maps.Keys(surfaces)) {
+		if _, ok := counts[surface]; !ok {
+			t.Errorf("surface %s/ has no directory", surface)
+		}
+	}
+	total := 0
+	for _, surface := range slices.Sorted(maps.Keys(counts)) {
+		total += counts[surface]
+		t.Logf("%s/: %d cases, run by %s", surface, counts[surface], runBy[surface])
+	}
+	t.Logf("%d cases in all", total)
+}
+
+// caseDirs are the case directories of a surface, by name.
+func caseDirs(t *testing.T, surface string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(surface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	return names
 }
 
 func runCase(t *testing.T, run verb, dir string) {

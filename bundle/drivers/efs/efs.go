@@ -91,6 +91,8 @@ privileged.
 
 ## Uninstalling
 Deleting the ClusterCSIDriver removes the driver only when no EFS PersistentVolume is left.
+Meanwhile, and while it is Removed, the API server refuses new EFS PersistentVolumes (the
+ValidatingAdmissionPolicy aws-efs-csi-driver-removal-fence, Kubernetes 1.30 or later).
 Removing the operator itself leaves the driver and every volume working.
 `
 
@@ -169,6 +171,10 @@ func Operator() d.Operator {
 				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
 				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
 				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
+				// The removal fence (a ValidatingAdmissionPolicy and its binding) refuses new EFS
+				// volumes while the driver is removed. Creating one cannot be limited by name.
+				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
+				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, names.RemovalFence),
 				// Community driver objects carry an ownerReference to this CRD; its UID
 				// identifies them for adoption.
 				d.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, []string{"get"}, "sharedvolumes.aws-efs.managed.openshift.io"),

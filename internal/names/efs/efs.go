@@ -16,6 +16,10 @@ const (
 	// FinalizerPrefix starts every finalizer the operator's controllers put on the CR
 	// (library-go names them <operator>.operator.openshift.io/<controller>).
 	FinalizerPrefix = OperatorName + ".operator.openshift.io/"
+	// RemovalFence names the ValidatingAdmissionPolicy, and its binding, that refuse new EFS
+	// PersistentVolumes while the driver is removed: the operator's manifests, its CSV's RBAC
+	// (resourceNames) and the API server's refusals all carry it.
+	RemovalFence = "aws-efs-csi-driver-removal-fence"
 )
 
 // The operator's own metrics: library-go serves them on OperatorMetricsPort with the certificate

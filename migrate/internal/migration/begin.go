@@ -2,6 +2,7 @@ package migration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -30,8 +31,9 @@ type Migration struct {
 }
 
 // Begin connects to the cluster and finds the journal of an earlier run of verb on target,
-// decoding its facts into recorded, or else the one Subscription of pkg.
-func Begin(ctx context.Context, config *rest.Config, verb, target, pkg string, recorded any, progress io.Writer) (*Migration, error) {
+// checking it against the verb's steps and decoding its facts into recorded, or else the one
+// Subscription of pkg.
+func Begin(ctx context.Context, config *rest.Config, verb, target, pkg string, steps []string, recorded Facts, progress io.Writer) (*Migration, error) {
 	c, err := NewClient(config)
 	if err != nil {
 		return nil, err
@@ -51,9 +53,12 @@ func Begin(ctx context.Context, config *rest.Config, verb, target, pkg string, r
 		return nil, err
 	}
 	if m.Journal != nil {
+		if err := m.Journal.trust(verb, target, steps, recorded); err != nil {
+			return nil, err
+		}
 		m.Namespace = m.Journal.cm.Namespace
 		fmt.Fprintf(progress, "resuming the migration recorded in ConfigMap %s\n", m.Journal.Ref())
-		return m, m.Journal.Facts(recorded)
+		return m, nil
 	}
 	if m.Subscription, err = olm.TheSubscriptionOf(ctx, c, pkg); err != nil {
 		return nil, err
@@ -76,7 +81,8 @@ func Describe(steps []Step) []string {
 const DryRunNote = "dry run: nothing changed; run with --dry-run=false to migrate"
 
 // Carry records a new migration with its plan, then runs the steps its journal does not record
-// as done.
+// as done. The journal it returns is nil when there is none left: none was written, or the run
+// refused before changing anything and removed it.
 func (m *Migration) Carry(ctx context.Context, plan any, steps []Step, progress io.Writer) (*Journal, error) {
 	if m.Journal == nil {
 		j, err := Create(ctx, m.Client, m.Namespace, m.verb, m.target, plan)
@@ -85,5 +91,10 @@ func (m *Migration) Carry(ctx context.Context, plan any, steps []Step, progress 
 		}
 		m.Journal = j
 	}
-	return m.Journal, m.Journal.Run(ctx, progress, steps)
+	err := m.Journal.Run(ctx, progress, steps)
+	var stepErr *StepError
+	if errors.As(err, &stepErr) && stepErr.Discarded {
+		return nil, fmt.Errorf("%w; the journal %s is removed: run again to plan afresh", err, m.Journal.Ref())
+	}
+	return m.Journal, err
 }

@@ -6,7 +6,10 @@ package migration
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -24,12 +28,16 @@ const (
 	TargetLabel = "migrate.csi-olm.io/target"
 )
 
-// Keys of the journal's data.
+// Keys of the journal's data. The checksum covers the facts, the steps done and the phase, the
+// keys a run acts on, so that a journal edited by hand is refused rather than trusted; the log
+// and the failure are for people and are not covered.
 const (
 	factsKey     = "facts.json"
 	completedKey = "completed"
 	logKey       = "log"
 	phaseKey     = "phase"
+	checksumKey  = "checksum"
+	failedKey    = "failed"
 )
 
 // Phases of a migration.
@@ -82,6 +90,7 @@ func Create(ctx context.Context, c client.Client, namespace, verb, target string
 		},
 		Data: map[string]string{factsKey: string(raw), phaseKey: InProgress, logKey: line("recorded the facts")},
 	}
+	cm.Data[checksumKey] = checksum(cm.Data)
 	if err := c.Create(ctx, cm, client.FieldOwner(fieldManager)); err != nil {
 		return nil, fmt.Errorf("recording the migration in ConfigMap %s/%s: %w", namespace, cm.Name, err)
 	}
@@ -93,18 +102,27 @@ func Create(ctx context.Context, c client.Client, namespace, verb, target string
 // Ref names the journal's ConfigMap.
 func (j *Journal) Ref() string { return j.cm.Namespace + "/" + j.cm.Name }
 
-// Facts decodes the facts recorded at creation.
-func (j *Journal) Facts(into any) error {
-	if err := json.Unmarshal([]byte(j.cm.Data[factsKey]), into); err != nil {
-		return fmt.Errorf("reading the facts in ConfigMap %s (key %s): %w", j.Ref(), factsKey, err)
+// DeleteCommand is the command that deletes the journal, for an admin who decided to.
+func (j *Journal) DeleteCommand() string {
+	return "kubectl delete configmap -n " + j.cm.Namespace + " " + j.cm.Name
+}
+
+// checksum is what a journal's checksum key holds for its data: the SHA-256, in hex, of the
+// facts, the steps done and the phase, each followed by a NUL byte.
+func checksum(data map[string]string) string {
+	h := sha256.New()
+	for _, key := range []string{factsKey, completedKey, phaseKey} {
+		h.Write([]byte(data[key]))
+		h.Write([]byte{0})
 	}
-	return nil
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Completed is true once every step of the migration is done.
 func (j *Journal) Completed() bool { return j.cm.Data[phaseKey] == Completed }
 
-func (j *Journal) done(step string) bool {
+// Done reports whether the journal records a step as done.
+func (j *Journal) Done(step string) bool {
 	return slices.Contains(strings.Fields(j.cm.Data[completedKey]), step)
 }
 
@@ -121,7 +139,7 @@ type Step struct {
 func (j *Journal) Run(ctx context.Context, out io.Writer, steps []Step) error {
 	for i, s := range steps {
 		prefix := fmt.Sprintf("[%d/%d] %s", i+1, len(steps), s.Description)
-		if j.done(s.Name) {
+		if j.Done(s.Name) {
 			fmt.Fprintf(out, "%s: done before\n", prefix)
 			continue
 		}
@@ -130,12 +148,13 @@ func (j *Journal) Run(ctx context.Context, out io.Writer, steps []Step) error {
 		}
 		fmt.Fprintln(out, prefix)
 		if err := s.Do(ctx); err != nil {
-			return &StepError{Step: s.Name, Err: err}
+			return j.failed(ctx, s.Name, err)
 		}
 		killIfAsked(s.Name)
 		if err := j.update(ctx, func(data map[string]string) {
 			data[completedKey] = strings.TrimSpace(data[completedKey] + " " + s.Name)
 			data[logKey] += line("done: " + s.Name)
+			delete(data, failedKey)
 		}); err != nil {
 			return err
 		}
@@ -146,10 +165,42 @@ func (j *Journal) Run(ctx context.Context, out io.Writer, steps []Step) error {
 	})
 }
 
+// ErrNothingChanged marks the error of a step that refused before changing anything.
+var ErrNothingChanged = errors.New("nothing was changed")
+
+// failed records a step's failure in the journal. A step that refused before any step took
+// effect leaves nothing to resume or restore, so its journal is deleted instead: the cluster is
+// as it was before the run.
+func (j *Journal) failed(ctx context.Context, step string, err error) error {
+	// A run stopped by its caller (an interrupt) records why as well.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	stepErr := &StepError{Step: step, Err: err}
+	if errors.Is(err, ErrNothingChanged) && strings.TrimSpace(j.cm.Data[completedKey]) == "" {
+		uid, version := j.cm.UID, j.cm.ResourceVersion
+		delErr := j.c.Delete(ctx, j.cm, client.Preconditions{UID: &uid, ResourceVersion: &version})
+		if delErr == nil || apierrors.IsNotFound(delErr) {
+			stepErr.Discarded = true
+			return stepErr
+		}
+		err = fmt.Errorf("%w (and removing the journal %s failed: %v)", err, j.Ref(), delErr)
+		stepErr.Err = err
+	}
+	if recErr := j.update(ctx, func(data map[string]string) {
+		data[failedKey] = step + ": " + err.Error()
+		data[logKey] += line("failed: " + step + ": " + err.Error())
+	}); recErr != nil {
+		stepErr.Err = fmt.Errorf("%w (and recording the failure failed: %v)", err, recErr)
+	}
+	return stepErr
+}
+
 // StepError is a step that failed; the journal says which steps are done.
 type StepError struct {
 	Step string
 	Err  error
+	// Discarded is true when the journal was deleted because nothing had changed.
+	Discarded bool
 }
 
 func (e *StepError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
@@ -158,6 +209,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 func (j *Journal) update(ctx context.Context, change func(map[string]string)) error {
 	updated := j.cm.DeepCopy()
 	change(updated.Data)
+	updated.Data[checksumKey] = checksum(updated.Data)
 	if err := j.c.Update(ctx, updated, client.FieldOwner(fieldManager)); err != nil {
 		return fmt.Errorf("updating the migration's journal %s: %w", j.Ref(), err)
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,13 @@ import (
 type facts struct {
 	Namespace string `json:"namespace"`
 	CSV       string `json:"csv"`
+}
+
+func (f *facts) Problems(namespace, _ string) []string {
+	if f.Namespace != namespace {
+		return []string{"namespace " + f.Namespace + " is not " + namespace}
+	}
+	return nil
 }
 
 func TestJournalResumesAfterTheLastRecordedStep(t *testing.T) {
@@ -48,8 +57,8 @@ func TestJournalResumesAfterTheLastRecordedStep(t *testing.T) {
 		t.Fatalf("Find = %v, %v", j, err)
 	}
 	var got facts
-	if err := j.Facts(&got); err != nil || got.CSV != "a.v1" {
-		t.Fatalf("Facts = %+v, %v", got, err)
+	if err := j.trust("cso", "ebs", []string{"one", "two", "three"}, &got); err != nil || got.CSV != "a.v1" {
+		t.Fatalf("trust = %+v, %v", got, err)
 	}
 	ran, out = nil, bytes.Buffer{}
 	if err := j.Run(ctx, &out, []Step{step("one", nil), step("two", nil), step("three", nil)}); err != nil {
@@ -65,10 +74,112 @@ func TestJournalResumesAfterTheLastRecordedStep(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "operators", Name: Name("cso", "ebs")}, &cm); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"about to: do two", "done: one", "completed"} {
+	for _, want := range []string{"about to: do two", "failed: two: boom", "done: one", "completed"} {
 		if !strings.Contains(cm.Data["log"], want) {
 			t.Errorf("the journal's log lacks %q:\n%s", want, cm.Data["log"])
 		}
+	}
+}
+
+func TestAStepThatChangedNothingLeavesNoJournal(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+	j, err := Create(ctx, c, "operators", "cso", "ebs", facts{Namespace: "operators"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := fmt.Errorf("the Subscription changed: %w", ErrNothingChanged)
+	err = j.Run(ctx, io.Discard, []Step{{Name: "one", Do: func(context.Context) error { return refused }}})
+	var stepErr *StepError
+	if !errors.As(err, &stepErr) || !stepErr.Discarded || !errors.Is(err, ErrNothingChanged) {
+		t.Fatalf("Run = %v, want the refusal with the journal discarded", err)
+	}
+	if j, err := Find(ctx, c, "cso", "ebs"); err != nil || j != nil {
+		t.Errorf("the journal of a run that changed nothing is still there: %v, %v", j, err)
+	}
+}
+
+// TestTrustRefusesEditedJournals edits a journal csi-olm wrote as a hand, a truncation or
+// another verb would, and checks that each problem is named with its key.
+func TestTrustRefusesEditedJournals(t *testing.T) {
+	steps := []string{"one", "two", "three"}
+	cases := []struct {
+		name string
+		edit func(cm *corev1.ConfigMap)
+		want []string
+	}{{
+		name: "as written",
+		edit: func(*corev1.ConfigMap) {},
+	}, {
+		name: "garbage facts",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[factsKey] = "{not json" },
+		want: []string{"key facts.json is not a record of migration cso ebs: invalid character", "key checksum does not match"},
+	}, {
+		name: "truncated facts",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[factsKey] = cm.Data[factsKey][:10] },
+		want: []string{"key facts.json is not a record of migration cso ebs: unexpected EOF"},
+	}, {
+		name: "facts of another verb",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[factsKey] = `{"namespace": "operators", "installedCSV": "a.v1"}` },
+		want: []string{`key facts.json is not a record of migration cso ebs: json: unknown field "installedCSV"`},
+	}, {
+		name: "facts the verb rejects",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[factsKey] = `{"namespace": "elsewhere"}` },
+		want: []string{"key facts.json: namespace elsewhere is not operators"},
+	}, {
+		name: "unknown and repeated steps",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[completedKey] = "one rollback one" },
+		want: []string{`key completed names step "rollback", which migration cso does not have (its steps: one, two, three)`, `key completed names step "one" twice`},
+	}, {
+		name: "a step done before the one that runs first",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[completedKey] = "two" },
+		want: []string{"key completed records step two as done, but not step one, which runs before it"},
+	}, {
+		name: "completed with steps left",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[completedKey], cm.Data[phaseKey] = "one", Completed },
+		want: []string{"key phase is Completed, but key completed lacks step two, three"},
+	}, {
+		name: "unknown phase",
+		edit: func(cm *corev1.ConfigMap) { cm.Data[phaseKey] = "RollingBack" },
+		want: []string{`key phase is "RollingBack", which is neither InProgress nor Completed`},
+	}, {
+		name: "no checksum",
+		edit: func(cm *corev1.ConfigMap) { delete(cm.Data, checksumKey) },
+		want: []string{"it has no key checksum"},
+	}, {
+		name: "emptied",
+		edit: func(cm *corev1.ConfigMap) { cm.Data = map[string]string{} },
+		want: []string{"it has no key facts.json", "it has no key phase", "it has no key checksum"},
+	}, {
+		name: "misnamed",
+		edit: func(cm *corev1.ConfigMap) { cm.Name = "copy" },
+		want: []string{"it carries the labels of the journal of migration cso ebs, but that journal is named csi-olm-migrate-cso-ebs"},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
+			j, err := Create(ctx, c, "operators", "cso", "ebs", facts{Namespace: "operators", CSV: "a.v1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.edit(j.cm)
+			err = j.trust("cso", "ebs", steps, &facts{})
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("a journal as csi-olm wrote it is refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("the edited journal is trusted")
+			}
+			for _, want := range append(tc.want, "cannot trust ConfigMap operators/", "kubectl delete configmap -n operators ") {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("the error lacks %q:\n%v", want, err)
+				}
+			}
+		})
 	}
 }
 
@@ -94,6 +205,14 @@ func TestWait(t *testing.T) {
 		{"done after two polls", func(n int) (bool, string, error) { return n >= 2, "polled", nil }, "", "waiting 0s for the thing: polled"},
 		{"fatal error", func(int) (bool, string, error) { return false, "", errors.New("CSV failed") }, "CSV failed", ""},
 		{"time out names the last status", func(int) (bool, string, error) { return false, "still Installing", nil }, "gave up waiting for the thing after 500ms: still Installing", "still Installing"},
+		// A check that runs into the deadline reports on the deadline, not on the cluster.
+		{"a check cut short by the deadline keeps the last status", func(n int) (bool, string, error) {
+			if n > 1 {
+				time.Sleep(time.Second)
+				return false, "cannot read it: rate: Wait(n=1) would exceed context deadline", nil
+			}
+			return false, "still Installing", nil
+		}, "gave up waiting for the thing after 500ms: still Installing", "still Installing"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +229,24 @@ func TestWait(t *testing.T) {
 				t.Errorf("output %q lacks %q", out.String(), tc.wantOut)
 			}
 		})
+	}
+}
+
+// TestWaitChecksOutliveTheDeadline: a check on the wait's own deadline would have client-go's
+// rate limiter refuse its requests before the deadline, and the timeout report that.
+func TestWaitChecksOutliveTheDeadline(t *testing.T) {
+	timeout := 300 * time.Millisecond
+	end := time.Now().Add(timeout)
+	var deadlines []time.Time
+	_ = Wait(context.Background(), io.Discard, "the thing", timeout, func(ctx context.Context) (bool, string, error) {
+		d, _ := ctx.Deadline()
+		deadlines = append(deadlines, d)
+		return false, "", nil
+	})
+	for _, d := range deadlines {
+		if d.Before(end.Add(checkGrace / 2)) {
+			t.Fatalf("a check's deadline is %s, the wait's about %s: the check cannot outlive it", d, end)
+		}
 	}
 }
 

@@ -9,6 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
+// checkGrace is how long a check may run past the deadline of the wait.
+const checkGrace = 10 * time.Second
+
 // Wait polls check until it reports done, telling out what it waits for whenever the status
 // changes and at least every 15 seconds, so that an admin sees a slow step is alive. check
 // returns an error only when waiting longer cannot help.
@@ -16,11 +19,21 @@ func Wait(ctx context.Context, out io.Writer, what string, timeout time.Duration
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Checks run on a context that outlives the deadline by checkGrace: on the deadline's own,
+	// a request near it fails at once (client-go's rate limiter refuses a wait that would pass
+	// it), and the timeout would report "rate: Wait(n=1) would exceed context deadline" instead
+	// of what was seen of the cluster.
+	checkCtx, cancelChecks := context.WithTimeout(parent, timeout+checkGrace)
+	defer cancelChecks()
 	begin := time.Now()
 	var last string
 	var lastPrinted time.Time
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		done, status, err := check(ctx)
+		done, status, err := check(checkCtx)
+		if ctx.Err() != nil && !done {
+			// The time is up: the last status seen before it stands.
+			return false, nil
+		}
 		if err != nil || done {
 			return done, err
 		}

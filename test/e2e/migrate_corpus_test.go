@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/migrate/cso"
+	"github.com/csi-olm/csi-olm/migrate/subscription"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+// migrateCorpus is where the migrate verbs' bad inputs are kept, one directory a case.
+var migrateCorpus = filepath.Join("..", "badinput", "migrate")
+
+// migrateCase is a case.yaml of test/badinput/migrate; its README says how one is written.
+type migrateCase struct {
+	// About says what is wrong, for the reader of a failure.
+	About string `json:"about"`
+	// Verb is subscription or cso.
+	Verb    string        `json:"verb"`
+	Options verbOptions   `json:"options,omitempty"`
+	Objects []objectYAML  `json:"objects,omitempty"`
+	During  *editDuring   `json:"during,omitempty"`
+	Journal *journalState `json:"journal,omitempty"`
+	// Want lists what the verb's output and error must say, every line.
+	Want []string `json:"want"`
+}
+
+// verbOptions are the verb's flags. Unset, they are the command line's defaults, but for the
+// target catalog's namespace, olm on the test bed.
+type verbOptions struct {
+	Source              string `json:"source,omitempty"`
+	SourceNamespace     string `json:"sourceNamespace,omitempty"`
+	Channel             string `json:"channel,omitempty"`
+	Driver              string `json:"driver,omitempty"`
+	AcceptNamespaceMove bool   `json:"acceptNamespaceMove,omitempty"`
+	DryRun              *bool  `json:"dryRun,omitempty"`
+	Output              string `json:"output,omitempty"`
+	// User is who runs the verb: empty for the cluster's admin, or viewer, who may only read
+	// Subscriptions, CatalogSources, CSVs and ConfigMaps.
+	User string `json:"user,omitempty"`
+}
+
+// objectYAML is a whole Kubernetes object, created before the run and deleted after it. In a
+// ConfigMap, the data value $CHECKSUM stands for the checksum csi-olm writes in a journal.
+type objectYAML map[string]any
+
+// editDuring is a change someone else makes while the verb runs: a JSON merge patch applied the
+// moment the verb's output first contains When, as the field manager kubectl-edit. The object is
+// put back after the case.
+type editDuring struct {
+	When  string `json:"when"`
+	Patch struct {
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Namespace  string         `json:"namespace,omitempty"`
+		Name       string         `json:"name"`
+		Merge      map[string]any `json:"merge"`
+	} `json:"patch"`
+}
+
+// journalState is what the verb's journal must record when the verb stopped after changing the
+// cluster: its steps done and the step that failed. It is the one object that may change.
+type journalState struct {
+	Completed string `json:"completed"`
+	Failed    string `json:"failed"`
+}
+
+// TestMigrateCorpus feeds each case of test/badinput/migrate to its verb on a cluster running
+// the community EFS operator and the OLM-era EBS operator, and checks that the verb refuses it
+// with every message the case lists, without a panic, and that nothing on the cluster changed.
+func TestMigrateCorpus(t *testing.T) {
+	t.Parallel()
+	entries, err := os.ReadDir(migrateCorpus)
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	f := startOLMFixture(ctx, t)
+	s := f.stack
+	f.installCommunity(ctx, t)
+	installOLMEraDrivers(ctx, t, f, olmEraDrivers()[0])
+	serveCatalogVariant(ctx, t, s, "edgeless", edgeless)
+	serveCatalogVariant(ctx, t, s, "requires-missing-api", requiresMissingAPI)
+	users := map[string]*rest.Config{"": s.Config, "viewer": grantOnly(ctx, t, s, "viewer")}
+	total := 0
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		total++
+		t.Run(e.Name(), func(t *testing.T) {
+			runMigrateCase(ctx, t, s, users, filepath.Join(migrateCorpus, e.Name()))
+		})
+	}
+	t.Logf("%d cases", total)
+}
+
+func runMigrateCase(ctx context.Context, t *testing.T, s *testbed.Stack, users map[string]*rest.Config, dir string) {
+	raw, err := os.ReadFile(filepath.Join(dir, "case.yaml"))
+	must(t, err)
+	var tc migrateCase
+	if err := yaml.UnmarshalStrict(raw, &tc); err != nil {
+		t.Fatalf("%s/case.yaml: %v", dir, err)
+	}
+	config, known := users[tc.Options.User]
+	if tc.About == "" || len(tc.Want) == 0 || !known || (tc.Verb != "subscription" && tc.Verb != "cso") {
+		t.Fatalf("%s/case.yaml lacks about or want, or names an unknown verb or user", dir)
+	}
+	c := s.Client
+	for _, o := range tc.Objects {
+		createObject(ctx, t, c, o)
+	}
+	// Cleanups run last first: the journals go, and OLM settles, once the edited object is back.
+	t.Cleanup(func() { deleteJournals(t, c) })
+	before := snapshot(ctx, t, c)
+	out := &onProgress{}
+	if tc.During != nil {
+		restoreSpecAfter(ctx, t, c, tc.During)
+		out.when = tc.During.When
+		out.act = func() {
+			// What the verb must leave alone is the cluster as the edit left it: the edit's own
+			// change is laid over the state before the run.
+			edited := snapshot(ctx, t, c)
+			editObject(ctx, t, c, tc.During)
+			for k, v := range snapshot(ctx, t, c) {
+				if edited[k] != v {
+					before[k] = v
+				}
+			}
+		}
+	}
+
+	journal := "csi-olm-migrate-subscription-" + efsPackage
+	if tc.Verb == "cso" {
+		journal = "csi-olm-migrate-cso-" + tc.Options.Driver
+	}
+	err = func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("%s: the verb panicked: %v\n%s", tc.About, r, debug.Stack())
+			}
+		}()
+		return tc.run(ctx, s, config, out)
+	}()
+	if err == nil {
+		t.Fatalf("%s: accepted\n%s", tc.About, out.String())
+	}
+	said := out.String() + "\n" + err.Error()
+	t.Logf("%s:\n%s", tc.About, said) // what to write a new case's want from: go test -v -run 'TestMigrateCorpus/<case>$'
+	for _, w := range tc.Want {
+		if !strings.Contains(said, w) {
+			t.Errorf("%s: the verb does not say %q", tc.About, w)
+		}
+	}
+	if tc.During != nil && !out.fired {
+		t.Errorf("the edit was never made: the verb never printed %q", tc.During.When)
+	}
+	if tc.Journal == nil {
+		assertUnchanged(ctx, t, c, before)
+		return
+	}
+	assertUnchanged(ctx, t, c, before, "journal "+testbed.OperatorsNamespace+"/"+journal)
+	var cm corev1.ConfigMap
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: testbed.OperatorsNamespace, Name: journal}, &cm))
+	if cm.Data["completed"] != tc.Journal.Completed || !strings.HasPrefix(cm.Data["failed"], tc.Journal.Failed+": ") {
+		t.Errorf("the journal records steps %q done and %q failed, want %q and %q", cm.Data["completed"], cm.Data["failed"], tc.Journal.Completed, tc.Journal.Failed)
+	}
+}
+
+// run runs the case's verb with its options.
+func (tc *migrateCase) run(ctx context.Context, s *testbed.Stack, config *rest.Config, out io.Writer) error {
+	o := tc.Options
+	opts := options(s, o.DryRun == nil || *o.DryRun, nil)
+	opts.Config, opts.Out, opts.Progress = config, out, out
+	if o.Output != "" {
+		opts.Output = o.Output
+	}
+	if tc.Verb == "cso" {
+		return (&cso.Migrate{Options: opts, Driver: o.Driver, AcceptNamespaceMove: o.AcceptNamespaceMove}).Run(ctx)
+	}
+	m := &subscription.Migrate{Options: opts, Source: o.Source, SourceNamespace: o.SourceNamespace, Channel: o.Channel}
+	if m.Source == "" {
+		m.Source = certifiedSource
+	}
+	if m.SourceNamespace == "" {
+		m.SourceNamespace = testbed.OLMNamespace
+	}
+	return m.Run(ctx)
+}
+
+// createObject creates one of a case's objects and deletes it after the case.
+func createObject(ctx context.Context, t *testing.T, c client.Client, o objectYAML) {
+	t.Helper()
+	obj := &unstructured.Unstructured{Object: o}
+	if obj.GetKind() == "ConfigMap" {
+		data, _, _ := unstructured.NestedStringMap(obj.Object, "data")
+		if data["checksum"] == "$CHECKSUM" {
+			data["checksum"] = journalChecksum(data)
+			must(t, unstructured.SetNestedStringMap(obj.Object, data, "data"))
+		}
+	}
+	must(t, c.Create(ctx, obj))
+	t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+}
+
+// journalChecksum is the checksum csi-olm writes in a journal: the SHA-256 of the facts, the
+// steps done and the phase, each followed by a NUL byte. Written here again rather than
+// imported, it pins the format journals on clusters already have.
+func journalChecksum(data map[string]string) string {
+	h := sha256.New()
+	for _, key := range []string{"facts.json", "completed", "phase"} {
+		h.Write([]byte(data[key]))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// editDuring's object, as it is addressed.
+func (e *editDuring) object() (*unstructured.Unstructured, client.ObjectKey) {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion(e.Patch.APIVersion)
+	obj.SetKind(e.Patch.Kind)
+	return obj, client.ObjectKey{Namespace: e.Patch.Namespace, Name: e.Patch.Name}
+}
+
+// restoreSpecAfter puts the spec of the object a case edits back after the case, as it is
+// before the run: the verb may have changed it too.
+func restoreSpecAfter(ctx context.Context, t *testing.T, c client.Client, e *editDuring) {
+	t.Helper()
+	obj, key := e.object()
+	must(t, c.Get(ctx, key, obj))
+	spec := obj.Object["spec"]
+	t.Cleanup(func() {
+		must(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(context.Background(), key, obj); err != nil {
+				return err
+			}
+			obj.Object["spec"] = spec
+			return c.Update(context.Background(), obj)
+		}))
+	})
+}
+
+// editObject makes a case's edit as another admin would.
+func editObject(ctx context.Context, t *testing.T, c client.Client, e *editDuring) {
+	t.Helper()
+	obj, key := e.object()
+	obj.SetNamespace(key.Namespace)
+	obj.SetName(key.Name)
+	merge, err := json.Marshal(e.Patch.Merge)
+	must(t, err)
+	must(t, c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, merge), client.FieldOwner("kubectl-edit")))
+}
+
+// deleteJournals deletes the journals a case's run left, so that the next case starts afresh.
+func deleteJournals(t *testing.T, c client.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var cms corev1.ConfigMapList
+	must(t, c.List(ctx, &cms, client.HasLabels{"migrate.csi-olm.io/verb"}))
+	for i := range cms.Items {
+		must(t, client.IgnoreNotFound(c.Delete(ctx, &cms.Items[i])))
+	}
+	// The Subscription is back where it was: let OLM settle on it before the next case plans.
+	_, err := testbed.WaitForSubscription(ctx, c, testbed.OperatorsNamespace, efsPackage, fmt.Sprintf("AtLatestKnown %s on %s", communityHeadCSV, communitySource),
+		func(sub *operatorsv1alpha1.Subscription) bool {
+			return sub.Spec.CatalogSource == communitySource && sub.Status.State == operatorsv1alpha1.SubscriptionStateAtLatest && sub.Status.InstalledCSV == communityHeadCSV
+		})
+	must(t, err)
+}
