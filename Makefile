@@ -53,11 +53,16 @@ test: tools image-builder ## Run the tests (unit, golden, real-opm, real-registr
 e2e: tools node-deps ## Run the end-to-end tests on the local test bed (etcd, kube-apiserver, kwok, OLM, opm, and a real kubelet node)
 	$(GO) test -count=1 -timeout 30m ./test/e2e/...
 
+# BENCH_OUT=FILE keeps the benchmark output in FILE too, in the format benchstat compares
+# (BENCHMARKS.md says how to compare two commits).
+BENCH_TEE = $(if $(BENCH_OUT),| tee -a $(BENCH_OUT))
+
 .PHONY: bench
-bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency and memory; image pushes and pinning; test bed and OLM flows)
-	$(TOOL_ENV) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./release/... ./test/e2e/...
+bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency and memory; image pushes and pinning; test bed and OLM flows); BENCH_OUT=FILE keeps the output for benchstat
+	@$(if $(BENCH_OUT),: > $(BENCH_OUT))
+	$(TOOL_ENV) $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... ./operator/... ./release/... ./test/e2e/... $(BENCH_TEE)
 	@# One run of 1,000 SharedVolumes and their baseline takes about 10 minutes.
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./sharedvolume/...
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 -timeout 30m ./sharedvolume/... $(BENCH_TEE)
 
 # Each fuzz target, as `package:target`.
 FUZZ_TARGETS = ./catalog/validation:FuzzLoadAndValidate ./bundle/validation:FuzzBundle \
@@ -161,7 +166,7 @@ efs-utils-base: image-builder ## Build the efs-utils base image of the EFS CSI d
 	hack/build-efs-utils-base.sh
 
 .PHONY: tools
-tools: ## Build the pinned tools (opm, controller-gen, kube binaries with kubelet and kube-proxy, pause, etcd, kwok, OLM, registry, CoreDNS, grpc_health_probe, csi-provisioner, kube-rbac-proxy, storage-manifest-check) into $(TOOLS_DIR)
+tools: ## Build the pinned tools (opm, controller-gen, kube binaries with kubelet and kube-proxy, pause, etcd, kwok, OLM, registry, CoreDNS, grpc_health_probe, csi-provisioner, kube-rbac-proxy, storage-manifest-check, benchstat) into $(TOOLS_DIR)
 	@hack/tools.sh all >/dev/null
 
 .PHONY: generate

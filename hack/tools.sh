@@ -21,6 +21,8 @@
 #   coredns                                  coredns_version below: the real node's cluster DNS
 #   grpc_health_probe                        grpc_health_probe_version below: the probe OLM's
 #                                            registry pods run, carried by the catalog images
+#   benchstat                                benchstat_version below: compares the Go benchmark
+#                                            output of `make bench` between two commits
 #   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod)
 #   csi-provisioner, kube-rbac-proxy         provisioner_version and kube_rbac_proxy_version
 #                                            below: the real sidecars of the EFS controller pod,
@@ -42,6 +44,8 @@ registry_version=v3.1.2
 registry_module=github.com/distribution/distribution/v3
 coredns_version=v1.14.7
 grpc_health_probe_version=v0.4.61
+# golang.org/x/perf publishes no releases; this is a commit the Go module proxy serves.
+benchstat_version=v0.0.0-20260908200009-22c9c6c9d4da
 olm_version=v0.46.0
 olm_module=github.com/operator-framework/operator-lifecycle-manager
 provisioner_version=v5.3.0
@@ -54,7 +58,7 @@ cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
 all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 	pause etcd kwok kwok-crds olm catalog olm-crds openshift-crds registry coredns grpc_health_probe
-	csi-provisioner kube-rbac-proxy storage-manifest-check)
+	csi-provisioner kube-rbac-proxy storage-manifest-check benchstat)
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
@@ -317,6 +321,7 @@ tool() {
 			"-X k8s.io/component-base/version.gitVersion=$kube_rbac_proxy_version"
 		;;
 	grpc_health_probe) go_install grpc_health_probe github.com/grpc-ecosystem/grpc-health-probe "$grpc_health_probe_version" ;;
+	benchstat) go_install benchstat golang.org/x/perf/cmd/benchstat "$benchstat_version" ;;
 	openshift-crds)
 		local v dir
 		v=$(modver go.mod github.com/openshift/api)

@@ -64,10 +64,12 @@ func newRemovalFence(kube kubernetes.Interface, read func(string) ([]byte, error
 		binding: resourceread.ReadValidatingAdmissionPolicyBindingV1OrDie(binding),
 		cache:   resourceapply.NewResourceCache(),
 	}
-	// The CSV grants updates of these names only, and refusals are recognised by the name.
-	if f.policy.Name != efs.RemovalFence || f.binding.Name != efs.RemovalFence || f.binding.Spec.PolicyName != efs.RemovalFence {
-		return nil, fmt.Errorf("the removal fence's manifests must name %s: policy %q, binding %q of policy %q",
-			efs.RemovalFence, f.policy.Name, f.binding.Name, f.binding.Spec.PolicyName)
+	// The CSV grants updates of these names only, refusals are recognised by the name, and the
+	// binding must read the one CR the operator serves.
+	if f.policy.Name != efs.RemovalFence || f.binding.Name != efs.RemovalFence || f.binding.Spec.PolicyName != efs.RemovalFence ||
+		f.binding.Spec.ParamRef == nil || f.binding.Spec.ParamRef.Name != efs.CRName {
+		return nil, fmt.Errorf("the removal fence's manifests must name %s and bind it to ClusterCSIDriver %s: policy %q, binding %q of policy %q",
+			efs.RemovalFence, efs.CRName, f.policy.Name, f.binding.Name, f.binding.Spec.PolicyName)
 	}
 	return f, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,4 +354,68 @@ func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driv
 	w.mu.Lock()
 	w.violations, w.deletions = nil, 0
 	w.mu.Unlock()
+}
+
+// TestVolumesRacingARemovalNeverLoseTheDriver aims at the gap the property test found: a volume
+// created in the moment between the operator's last count of volumes and its deletes. While the
+// driver is set Removed, two writers create and delete EFS PersistentVolumes, with quiet spells
+// of up to 100 ms, and the watch judges every deletion of the driver at its revision. The removal
+// fence must refuse the writers before the last count, so the removal completes, no deletion
+// finds a volume, and some creates are refused (else the race was not run). With the fence
+// switched off by hand it fails in the first round.
+func TestVolumesRacingARemovalNeverLoseTheDriver(t *testing.T) {
+	fixture.SetOperatorEnv(t)
+	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dw := watchDriver(ctx, t, h.kube)
+	proveTheWatchCatches(ctx, t, h, dw)
+	h.runOperator()
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+
+	const rounds, writers = 3, 2
+	var created, refused atomic.Int64
+	for round := range rounds {
+		h.setState(ctx, operatorv1.Managed)
+		for _, obj := range operands()[:3] {
+			must(t, eventually(ctx, fmt.Sprintf("round %d: operand %s", round, obj.GetName()), h.exists(obj)))
+		}
+		racing, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for i := 0; racing.Err() == nil; i++ {
+					pv := fixture.EFSPV(fmt.Sprintf("race-%d-%d-%d", round, w, i))
+					switch err := h.c.Create(racing, pv); {
+					case err == nil:
+						created.Add(1)
+						_ = h.c.Delete(racing, pv)
+					case operator.RefusedByRemovalFence(err):
+						refused.Add(1)
+					case racing.Err() == nil:
+						t.Errorf("round %d: creating PV %s: %v", round, pv.Name, err)
+					}
+					// Quiet spells of up to 100 ms let a count find no volume now and then,
+					// as it must for the removal to go on.
+					time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+				}
+			})
+		}
+		h.setState(ctx, operatorv1.Removed)
+		removal, done := context.WithTimeout(ctx, time.Minute)
+		err := eventually(removal, fmt.Sprintf("round %d: the driver removed under the writers", round), h.operandsGone)
+		done()
+		stop()
+		wg.Wait()
+		must(t, err)
+		if violations, _ := dw.state(); len(violations) > 0 {
+			t.Fatalf("round %d: the driver was deleted under a volume: %s", round, violations[0])
+		}
+	}
+	violations, deletions := dw.state()
+	t.Logf("%d rounds: %d PVs created and deleted, %d refused by the removal fence, %d deletions of a driver object judged, %d violations",
+		rounds, created.Load(), refused.Load(), deletions, len(violations))
+	if refused.Load() == 0 || created.Load() == 0 || deletions == 0 {
+		t.Fatalf("the writers never raced a removal (%d created, %d refused, %d deletions judged): the test proved nothing", created.Load(), refused.Load(), deletions)
+	}
 }

@@ -1,0 +1,67 @@
+package operator
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/events"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/clock"
+
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/operator/assets"
+)
+
+// TestTheFenceReadsWhatTheOperatorWrites: the policy's CEL names the driver, and the condition
+// and reason the uninstall controller reports during a removal, as string literals. A renamed
+// constant must fail here, not leave the fence open during a removal.
+func TestTheFenceReadsWhatTheOperatorWrites(t *testing.T) {
+	raw, err := assets.For("ns")(assets.RemovalFenceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{efs.DriverName, uninstallControllerName + operatorv1.OperatorStatusTypeProgressing, reasonRemoving} {
+		if !strings.Contains(string(raw), "'"+want+"'") {
+			t.Errorf("%s does not name %q", assets.RemovalFenceFile, want)
+		}
+	}
+	// The names the CSV's RBAC and the refusals rely on, and the CR the binding reads.
+	if _, err := newRemovalFence(nil, assets.For("ns")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestNoFenceOnAClusterWithoutAdmissionPolicies: a cluster older than Kubernetes 1.30 serves no
+// ValidatingAdmissionPolicy; the removal goes on without the fence, and the admin is told once.
+// The real API server serves them, so this one case runs on a fake client's discovery.
+func TestNoFenceOnAClusterWithoutAdmissionPolicies(t *testing.T) {
+	kube := fake.NewClientset()
+	kube.Resources = []*metav1.APIResourceList{{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{
+		{Name: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration"},
+	}}}
+	f, err := newRemovalFence(kube, assets.For("ns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorder := events.NewInMemoryRecorder("test", clock.RealClock{})
+	for range 2 {
+		fenced, err := f.ensure(context.Background(), recorder)
+		if fenced || err != nil {
+			t.Fatalf("ensure = %v, %v; want no fence and no error", fenced, err)
+		}
+	}
+	var warnings []string
+	for _, e := range recorder.Events() {
+		warnings = append(warnings, e.Reason)
+	}
+	if !slices.Equal(warnings, []string{"RemovalFenceUnavailable"}) {
+		t.Errorf("events %v, want one RemovalFenceUnavailable", warnings)
+	}
+	if _, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), efs.RemovalFence, metav1.GetOptions{}); err == nil {
+		t.Error("a policy was created on a cluster that does not serve it")
+	}
+}
