@@ -93,7 +93,7 @@ func (f *removalFence) ensure(ctx context.Context, recorder events.Recorder) (bo
 	if !f.served {
 		if !f.warned {
 			recorder.Warningf("RemovalFenceUnavailable", "this cluster serves no %s ValidatingAdmissionPolicy (Kubernetes 1.30 or later), so new EFS PersistentVolumes are not refused while the driver is removed: "+
-				"one created in the moment between the operator's last count and a delete finds the driver gone until the next round, a second later, puts it back", admissionregistrationv1.SchemeGroupVersion)
+				"one created in the moment between the operator's last count and a delete finds the driver gone, until the next round puts it back a second later", admissionregistrationv1.SchemeGroupVersion)
 			f.warned = true
 		}
 		return false, nil
