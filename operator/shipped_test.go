@@ -2,82 +2,17 @@ package operator_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
-	"github.com/operator-framework/api/pkg/operators/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
-
-const podName = "aws-efs-csi-driver-operator-7d9f8-x2x4q"
-
-// shippedCommand is the operator's container as the newest CSV ships it: its args, and its
-// environment with the downward-API fields filled in as the kubelet would for a pod in ns.
-func shippedCommand(t *testing.T) (args []string, env []string) {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.FromSlash(headCSV))
-	must(t, err)
-	var csv v1alpha1.ClusterServiceVersion
-	must(t, yaml.Unmarshal(raw, &csv))
-	deployments := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
-	if len(deployments) != 1 || len(deployments[0].Spec.Template.Spec.Containers) != 1 {
-		t.Fatalf("the CSV has %d deployments; this test runs the only container of the only one", len(deployments))
-	}
-	c := deployments[0].Spec.Template.Spec.Containers[0]
-	if len(c.Command) > 0 {
-		t.Fatalf("the CSV overrides the image's entrypoint with %q; run that instead of the binary", c.Command)
-	}
-	for _, e := range c.Env {
-		value, err := envValue(e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		env = append(env, e.Name+"="+value)
-	}
-	return c.Args, env
-}
-
-func envValue(e corev1.EnvVar) (string, error) {
-	if e.ValueFrom == nil {
-		return e.Value, nil
-	}
-	if f := e.ValueFrom.FieldRef; f != nil {
-		switch f.FieldPath {
-		case "metadata.name":
-			return podName, nil
-		case "metadata.namespace":
-			return ns, nil
-		}
-	}
-	return "", fmt.Errorf("env %s: the test does not know how the kubelet fills %+v", e.Name, e.ValueFrom)
-}
-
-// writeKubeconfig writes what in-cluster configuration would give the pod: the API server, its
-// CA and the ServiceAccount's token.
-func writeKubeconfig(t *testing.T, config *rest.Config) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["cluster"] = &clientcmdapi.Cluster{Server: config.Host, CertificateAuthorityData: config.CAData}
-	kc.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: config.BearerToken}
-	kc.Contexts["sa"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "sa", Namespace: ns}
-	kc.CurrentContext = "sa"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	must(t, clientcmd.WriteToFile(*kc, path))
-	return path
-}
 
 // TestOperatorRunsAsItsCSVShipsIt runs the operator binary with the newest CSV's args and env,
 // as its ServiceAccount with exactly the CSV's permissions. Only what a pod gets from its
@@ -90,8 +25,8 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	kubeconfig := writeKubeconfig(t, h.grantBundlePermissions(ctx))
-	args, env := shippedCommand(t)
+	kubeconfig := fixture.WriteKubeconfig(t, h.grantBundlePermissions(ctx), ns)
+	args, env := fixture.ShippedCommand(t, ns)
 
 	p := h.startProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", testutil.FreeLoopbackAddr(t)), env)
 	alive := func(what string) {

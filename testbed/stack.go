@@ -74,6 +74,11 @@ type Options struct {
 	// the stack's registry (realnode.go). It needs root and a Full or OLM level; one runs per
 	// machine.
 	RealNode bool
+	// AuditServiceAccounts makes the API server record every request a ServiceAccount makes
+	// (Stack.AuditedRequests): how a benchmark counts an operator's requests from what the
+	// server saw, not from the operator's own reckoning. Other users' requests are not recorded,
+	// so a baseline run as the admin is not slowed down by it.
+	AuditServiceAccounts bool
 	// Logf reports progress; nil for silence.
 	Logf func(format string, args ...any)
 }
@@ -296,6 +301,13 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 		"--service-account-signing-key-file=" + filepath.Join(s.Dir, "sa.key"),
 		"--allow-privileged=true",
 		"--v=1",
+	}
+	if s.opts.AuditServiceAccounts {
+		auditArgs, err := s.writeAuditPolicy()
+		if err != nil {
+			return err
+		}
+		args = append(args, auditArgs...)
 	}
 	if s.host != nil {
 		// Pods reach the API server through the kubernetes Service, which kube-proxy points at

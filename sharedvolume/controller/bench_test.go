@@ -3,83 +3,312 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"net"
+	"maps"
 	"os"
 	"os/exec"
-	"strconv"
+	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
-// waitCount polls until count() reaches want.
-func waitCount(ctx context.Context, what string, want int, count func(context.Context) (int, error)) error {
-	return eventually(ctx, what, func(ctx context.Context) error {
-		got, err := count(ctx)
-		if err != nil {
-			return err
-		}
-		if got != want {
-			return fmt.Errorf("%d of %d", got, want)
-		}
-		return nil
-	})
+// The namespace the benchmarks run the operator in, as OperatorHub suggests, and the one of the
+// SharedVolume that tells the operator's controller is running before anything is measured.
+const (
+	operatorNS = "openshift-cluster-csi-drivers"
+	warmupNS   = "warmup"
+)
+
+// createWorkers is how many requests the benchmarks' own client, the raw client of the baseline,
+// has in flight: it has no rate limit.
+const createWorkers = 32
+
+// tracker records, from a watch, when each object of one kind was first seen, first met a
+// condition, and was deleted. It asks the API server for nothing but that watch, so measuring
+// costs the cluster no polling.
+type tracker struct {
+	mu              sync.Mutex
+	seen, met, gone map[string]time.Time
+	cond            func(client.Object) bool
 }
 
-// BenchmarkSharedVolumes measures the controller, as the operator binary runs it:
-//   - baseline: a plain client with no rate limit creates 1,000 pre-bound PVs and PVCs, and the
-//     controller-manager binds them;
-//   - controller: 1,000 SharedVolumes created at once, until all are Ready (their PVs and PVCs
-//     created and bound the same way);
-//   - the operator's RSS with the 1,000 SharedVolumes, then with 10,000 unrelated PVCs too.
+func (t *tracker) record(obj any, deleted bool) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	o, ok := obj.(client.Object)
+	if !ok || o.GetNamespace() == warmupNS || o.GetLabels()[efs.SharedVolumeOwnerNamespaceLabel] == warmupNS {
+		return
+	}
+	key, now := o.GetNamespace()+"/"+o.GetName(), time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first := func(m map[string]time.Time) {
+		if _, ok := m[key]; !ok {
+			m[key] = now
+		}
+	}
+	if deleted {
+		first(t.gone)
+		return
+	}
+	first(t.seen)
+	if t.cond != nil && t.cond(o) {
+		first(t.met)
+	}
+}
+
+// span returns how many objects one of the tracker's maps holds, and its earliest and latest time.
+func (t *tracker) span(which func(*tracker) map[string]time.Time) (n int, first, last time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, at := range which(t) {
+		if n == 0 || at.Before(first) {
+			first = at
+		}
+		if at.After(last) {
+			last = at
+		}
+		n++
+	}
+	return n, first, last
+}
+
+func seen(t *tracker) map[string]time.Time { return t.seen }
+func met(t *tracker) map[string]time.Time  { return t.met }
+func gone(t *tracker) map[string]time.Time { return t.gone }
+
+// wait waits until the tracker's map holds want objects; it reads only the tracker.
+func (t *tracker) wait(ctx context.Context, what string, which func(*tracker) map[string]time.Time, want int) error {
+	for {
+		n, _, _ := t.span(which)
+		if n >= want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %d of %d: %w", what, n, want, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// watch starts one informer cache with these options and a tracker for each object kind given
+// with its condition; the cache stops with ctx.
+func watch(ctx context.Context, tb testing.TB, config *rest.Config, opts cache.Options, kinds map[client.Object]func(client.Object) bool) map[string]*tracker {
+	tb.Helper()
+	opts.Scheme = testbed.Scheme
+	ctrllog.SetLogger(logr.Discard())
+	c, err := cache.New(config, opts)
+	must(tb, err)
+	trackers := map[string]*tracker{}
+	for obj, cond := range kinds {
+		t := &tracker{seen: map[string]time.Time{}, met: map[string]time.Time{}, gone: map[string]time.Time{}, cond: cond}
+		inf, err := c.GetInformer(ctx, obj)
+		must(tb, err)
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    func(o any) { t.record(o, false) },
+			UpdateFunc: func(_, o any) { t.record(o, false) },
+			DeleteFunc: func(o any) { t.record(o, true) },
+		})
+		must(tb, err)
+		trackers[fmt.Sprintf("%T", obj)] = t
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		tb.Fatal("the benchmark's watches did not sync")
+	}
+	return trackers
+}
+
+// The trackers' keys in what watch returns.
+const (
+	pvKind  = "*v1.PersistentVolume"
+	pvcKind = "*v1.PersistentVolumeClaim"
+	svKind  = "*v1alpha1.SharedVolume"
+)
+
+func claimBound(o client.Object) bool {
+	return o.(*corev1.PersistentVolumeClaim).Status.Phase == corev1.ClaimBound
+}
+
+func sharedVolumeReady(o client.Object) bool {
+	return o.(*v1alpha1.SharedVolume).Status.Phase == v1alpha1.SharedVolumeReady
+}
+
+// newAuditedBed is a bed whose API server records every request of a ServiceAccount: the
+// operator runs as its CSV's.
+func newAuditedBed(tb testing.TB) *bed {
+	tb.Helper()
+	s := testutil.StartTestBed(tb, testbed.Full, func(o *testbed.Options) { o.AuditServiceAccounts = true })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	must(tb, testbed.InstallCRDs(ctx, s.Client, shippedCRD(tb)))
+	must(tb, s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}))
+	bd := &bed{t: tb, stack: s, c: s.Client}
+	for _, ns := range []string{operatorNS, warmupNS} {
+		bd.namespace(ctx, ns, nil)
+	}
+	return bd
+}
+
+// fastClient has no client-side rate limit: the raw client of the baseline, and the app teams
+// creating SharedVolumes.
+func (b *bed) fastClient() client.Client {
+	config := rest.CopyConfig(b.stack.Config)
+	config.QPS = -1
+	c, err := client.New(config, client.Options{Scheme: testbed.Scheme})
+	must(b.t, err)
+	return c
+}
+
+// operatorBinary builds the operator binary; the benchmarks build it before anything else, so
+// that they measure the tree as it was when they started.
+func operatorBinary(tb testing.TB) string {
+	return testutil.BuildBinary(tb, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator")
+}
+
+// startShippedOperator runs the operator binary bin exactly as the newest CSV ships it (args, env),
+// as the CSV's ServiceAccount with the CSV's permissions, and returns once its SharedVolume
+// controller has made a SharedVolume Ready, and the process.
+func (b *bed) startShippedOperator(ctx context.Context, bin string) *os.Process {
+	b.t.Helper()
+	kubeconfig := fixture.WriteKubeconfig(b.t, fixture.GrantCSVPermissions(ctx, b.t, b.stack.Config, operatorNS), operatorNS)
+	args, env := fixture.ShippedCommand(b.t, operatorNS)
+	op := exec.Command(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", operatorNS, "--listen", testutil.FreeLoopbackAddr(b.t))...)
+	op.Env = append(append(os.Environ(), env...), testbed.MarkerEnv+"="+b.stack.Dir)
+	op.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logFile, err := os.Create(b.stack.Dir + "/operator.log")
+	must(b.t, err)
+	op.Stdout, op.Stderr = logFile, logFile
+	must(b.t, op.Start())
+	b.t.Cleanup(func() { _ = op.Process.Kill(); _ = op.Wait(); logFile.Close() })
+	warm := sv(warmupNS, "warmup", "fs-01", "fsap-01")
+	must(b.t, b.c.Create(ctx, warm))
+	must(b.t, eventually(ctx, "the warm-up SharedVolume Ready", b.phase(warm, v1alpha1.SharedVolumeReady)))
+	return op.Process
+}
+
+// requests sums up what user asked the API server between from and to, as it recorded them.
+type requests struct {
+	// writes are the creates, updates, patches and deletes of SharedVolumes, PVs and PVCs;
+	// events those of Events; reads the gets and lists; other the rest (the operator's lease,
+	// its other controllers).
+	writes, events, reads, other int
+	// byKind counts each "verb resource[/subresource] code".
+	byKind map[string]int
+}
+
+func (b *bed) requestsOf(user string, from, to time.Time) requests {
+	b.t.Helper()
+	// The API server flushes its audit records within a second.
+	time.Sleep(2 * time.Second)
+	records, err := b.stack.AuditedRequests(user)
+	must(b.t, err)
+	r := requests{byKind: map[string]int{}}
+	for _, e := range records {
+		at := e.RequestReceivedTimestamp.Time
+		if at.Before(from) || at.After(to) || e.ObjectRef == nil {
+			continue
+		}
+		resource := e.ObjectRef.Resource
+		if e.ObjectRef.Subresource != "" {
+			resource += "/" + e.ObjectRef.Subresource
+		}
+		code := 0
+		if e.ResponseStatus != nil {
+			code = int(e.ResponseStatus.Code)
+		}
+		r.byKind[fmt.Sprintf("%s %s %d", e.Verb, resource, code)]++
+		switch {
+		case isWrite(e) && slices.Contains([]string{"sharedvolumes", "persistentvolumes", "persistentvolumeclaims"}, e.ObjectRef.Resource):
+			r.writes++
+		case isWrite(e) && e.ObjectRef.Resource == "events":
+			r.events++
+		case e.Verb == "get" || e.Verb == "list":
+			r.reads++
+		default:
+			r.other++
+		}
+	}
+	return r
+}
+
+func isWrite(e auditv1.Event) bool {
+	return slices.Contains([]string{"create", "update", "patch", "delete", "deletecollection"}, e.Verb)
+}
+
+// report puts the requests per SharedVolume among the benchmark's figures, and each kind in
+// its log.
+func (r requests) report(b *testing.B, prefix string, n int) {
+	b.ReportMetric(float64(r.writes)/float64(n), prefix+"writes/sv")
+	b.ReportMetric(float64(r.events)/float64(n), prefix+"event-writes/sv")
+	b.ReportMetric(float64(r.reads)/float64(n), prefix+"reads/sv")
+	b.ReportMetric(float64(r.other), prefix+"other-requests")
+	var lines []string
+	for _, k := range slices.Sorted(maps.Keys(r.byKind)) {
+		lines = append(lines, fmt.Sprintf("  %-55s %7d  %.2f/sv", k, r.byKind[k], float64(r.byKind[k])/float64(n)))
+	}
+	b.Logf("%srequests of the operator for %d SharedVolumes:\n%s", prefix, n, strings.Join(lines, "\n"))
+}
+
+func mib(p *os.Process) float64 { return float64(testbed.RSS(p.Pid)) / (1 << 20) }
+
+// BenchmarkSharedVolumes measures the SharedVolume controller, as the operator binary runs it
+// from its CSV, against a raw client doing the same work, in one run on one cluster:
+//   - baseline: a raw client (32 requests in flight, no rate limit) creates 1,000 PVCs and PVs
+//     pre-bound to them by UID, exactly the pairs the controller makes; the controller-manager
+//     binds them;
+//   - controller: 1,000 SharedVolumes created at once, which the operator turns into the same
+//     pairs, bound the same way;
+//   - for each, the time until every PV and PVC exists and until every claim is Bound (every
+//     SharedVolume Ready), as a watch saw them; the controller-manager's binding rate; the
+//     operator's requests per SharedVolume, as the API server's audit log recorded them; its RSS
+//     with the 1,000, then with 10,000 unrelated PVCs too.
 //
 // One measurement per run: each needs a fresh cluster of its size.
 func BenchmarkSharedVolumes(b *testing.B) {
 	const n = 1000
-	bin := testutil.BuildBinary(b, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator")
-	bd := newBed(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	bin := operatorBinary(b)
+	bd := newAuditedBed(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	must(b, bd.stack.InstallOpenShift(ctx, testbed.OpenShiftOptions{}))
-	for _, ns := range []string{"baseline", "svs", "unrelated", "openshift-cluster-csi-drivers"} {
+	for _, ns := range []string{"baseline", "svs", "unrelated"} {
 		bd.namespace(ctx, ns, nil)
 	}
-	fastConfig := rest.CopyConfig(bd.stack.Config)
-	fastConfig.QPS, fastConfig.Burst = 10000, 10000
-	fast, err := client.New(fastConfig, client.Options{Scheme: testbed.Scheme})
-	must(b, err)
-	bound := func(ns string) func(context.Context) (int, error) {
-		return func(ctx context.Context) (int, error) {
-			var list corev1.PersistentVolumeClaimList
-			if err := bd.c.List(ctx, &list, client.InNamespace(ns)); err != nil {
-				return 0, err
-			}
-			c := 0
-			for _, pvc := range list.Items {
-				if pvc.Status.Phase == corev1.ClaimBound {
-					c++
-				}
-			}
-			return c, nil
-		}
-	}
+	fast := bd.fastClient()
 
+	baselineLabel := map[string]string{"csi-olm.io/benchmark": "baseline"}
+	raw := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(baselineLabel)},
+		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{"baseline": {}}},
+	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound})
 	start := time.Now()
-	must(b, testutil.Parallel(n, func(i int) error {
+	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
 		v := sv("baseline", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
 		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("baseline-%04d", i)},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("baseline-%04d", i), Labels: baselineLabel},
 			Spec: corev1.PersistentVolumeSpec{
 				Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, StorageClassName: "efs-sc",
@@ -96,48 +325,36 @@ func BenchmarkSharedVolumes(b *testing.B) {
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			},
 		}
-		if err := fast.Create(ctx, pv); err != nil {
+		// The same pair the controller makes, made the same way: the claim first, then the
+		// volume bound to it by UID.
+		if err := fast.Create(ctx, pvc); err != nil {
 			return err
 		}
-		return fast.Create(ctx, pvc)
+		pv.Spec.ClaimRef.UID = pvc.UID
+		return fast.Create(ctx, pv)
 	}))
-	must(b, waitCount(ctx, "baseline claims bound", n, bound("baseline")))
-	baseline := time.Since(start)
+	must(b, raw[pvcKind].wait(ctx, "baseline claims Bound", met, n))
+	baseObjects, baseBound, binderRate := pairTimes(b, raw, start)
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(b, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	op := exec.Command(bin, "start", "--kubeconfig", bd.stack.Kubeconfig, "--namespace", "openshift-cluster-csi-drivers",
-		"--listen", "127.0.0.1:"+strconv.Itoa(port), "--disable-leader-election")
-	op.Env = append(os.Environ(), testbed.MarkerEnv+"="+bd.stack.Dir)
-	op.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	must(b, op.Start())
-	b.Cleanup(func() { _ = op.Process.Kill(); _ = op.Wait() })
-	time.Sleep(5 * time.Second) // informers synced, idle
-
+	proc := bd.startShippedOperator(ctx, bin)
+	svs := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(labels.Set{efs.SharedVolumeOwnerNamespaceLabel: "svs"})},
+		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{"svs": {}}},
+		&v1alpha1.SharedVolume{}:        {Namespaces: map[string]cache.Config{"svs": {}}},
+	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound, &v1alpha1.SharedVolume{}: sharedVolumeReady})
 	start = time.Now()
-	must(b, testutil.Parallel(n, func(i int) error {
+	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
 		return fast.Create(ctx, sv("svs", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i)))
 	}))
-	must(b, waitCount(ctx, "SharedVolumes Ready", n, func(ctx context.Context) (int, error) {
-		var list v1alpha1.SharedVolumeList
-		if err := bd.c.List(ctx, &list, client.InNamespace("svs")); err != nil {
-			return 0, err
-		}
-		c := 0
-		for _, v := range list.Items {
-			if v.Status.Phase == v1alpha1.SharedVolumeReady {
-				c++
-			}
-		}
-		return c, nil
-	}))
-	controllerTime := time.Since(start)
-	time.Sleep(5 * time.Second)
-	rssSVs := float64(testbed.RSS(op.Process.Pid)) / (1 << 20)
+	must(b, svs[svKind].wait(ctx, "SharedVolumes Ready", met, n))
+	end := time.Now()
+	objects, bound, svBinderRate := pairTimes(b, svs, start)
+	_, _, lastReady := svs[svKind].span(met)
+	ready := lastReady.Sub(start)
+	reqs := bd.requestsOf(fixture.ServiceAccountUser(operatorNS), start, end)
+	rssSVs := mib(proc)
 
-	must(b, testutil.Parallel(10*n, func(i int) error {
+	must(b, testutil.ParallelOn(createWorkers, 10*n, func(i int) error {
 		return fast.Create(ctx, &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "unrelated", Name: fmt.Sprintf("pvc-%05d", i)},
 			Spec: corev1.PersistentVolumeClaimSpec{
@@ -147,12 +364,102 @@ func BenchmarkSharedVolumes(b *testing.B) {
 		})
 	}))
 	time.Sleep(10 * time.Second)
-	rssUnrelated := float64(testbed.RSS(op.Process.Pid)) / (1 << 20)
 
-	b.ReportMetric(baseline.Seconds(), "baseline-s")
-	b.ReportMetric(controllerTime.Seconds(), "controller-s")
-	b.ReportMetric(baseline.Seconds()/controllerTime.Seconds(), "throughput-ratio")
+	b.ReportMetric(baseObjects.Seconds(), "baseline-objects-s")
+	b.ReportMetric(objects.Seconds(), "controller-objects-s")
+	b.ReportMetric(baseObjects.Seconds()/objects.Seconds(), "objects-rate-ratio")
+	b.ReportMetric(baseBound.Seconds(), "baseline-bound-s")
+	b.ReportMetric(bound.Seconds(), "controller-bound-s")
+	b.ReportMetric(ready.Seconds(), "controller-ready-s")
+	b.ReportMetric(baseBound.Seconds()/ready.Seconds(), "ready-ratio")
+	b.ReportMetric(binderRate, "baseline-binds/s")
+	b.ReportMetric(svBinderRate, "controller-binds/s")
+	reqs.report(b, "", n)
 	b.ReportMetric(rssSVs, "rss-1000sv-MiB")
-	b.ReportMetric(rssUnrelated, "rss-plus-10k-pvcs-MiB")
+	b.ReportMetric(mib(proc), "rss-plus-10k-pvcs-MiB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// pairTimes reads, from the PV and PVC trackers, how long after start every PV and PVC existed
+// and every claim was Bound, and the rate at which the controller-manager bound them (from its
+// first binding to its last).
+func pairTimes(b *testing.B, trackers map[string]*tracker, start time.Time) (objects, bound time.Duration, bindsPerSecond float64) {
+	_, _, lastPV := trackers[pvKind].span(seen)
+	_, _, lastPVC := trackers[pvcKind].span(seen)
+	n, firstBind, lastBind := trackers[pvcKind].span(met)
+	if n < 2 || !lastBind.After(firstBind) {
+		b.Fatalf("%d claims bound: no rate to measure", n)
+	}
+	return max(lastPV.Sub(start), lastPVC.Sub(start)), lastBind.Sub(start), float64(n-1) / lastBind.Sub(firstBind).Seconds()
+}
+
+// BenchmarkSharedVolumesAtScale measures the operator, as its CSV ships it, with 10,000
+// SharedVolumes across 1,000 namespaces: 1,000 first (in 100 namespaces), then 9,000 more at
+// once; the time until all are Ready, the operator's RSS at 1,000 and at 10,000, its requests
+// per SharedVolume, then the deletion of all 10,000 (until every SharedVolume, PV and PVC is
+// gone) and its requests.
+func BenchmarkSharedVolumesAtScale(b *testing.B) {
+	const namespaces, perNamespace, firstNamespaces = 1000, 10, 100
+	bin := operatorBinary(b)
+	bd := newAuditedBed(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Minute)
+	defer cancel()
+	fast := bd.fastClient()
+	nsName := func(i int) string { return fmt.Sprintf("team-%04d", i) }
+	must(b, testutil.ParallelOn(createWorkers, namespaces, func(i int) error {
+		return fast.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsName(i)}})
+	}))
+	proc := bd.startShippedOperator(ctx, bin)
+	owned := labels.SelectorFromSet(labels.Set{efs.CommunityOwnedLabel: "true"})
+	w := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.PersistentVolume{}:      {Label: owned},
+		&corev1.PersistentVolumeClaim{}: {Label: owned},
+	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound, &v1alpha1.SharedVolume{}: sharedVolumeReady})
+	create := func(fromNS, toNS int) error {
+		return testutil.ParallelOn(createWorkers, (toNS-fromNS)*perNamespace, func(i int) error {
+			ns := nsName(fromNS + i/perNamespace)
+			return fast.Create(ctx, sv(ns, fmt.Sprintf("v%d", i%perNamespace), "fs-01", fmt.Sprintf("fsap-%05x", fromNS*perNamespace+i)))
+		})
+	}
+	user := fixture.ServiceAccountUser(operatorNS)
+
+	must(b, create(0, firstNamespaces))
+	must(b, w[svKind].wait(ctx, "the first 1,000 SharedVolumes Ready", met, firstNamespaces*perNamespace))
+	time.Sleep(5 * time.Second)
+	rss1k := mib(proc)
+
+	createStart := time.Now()
+	must(b, create(firstNamespaces, namespaces))
+	total := namespaces * perNamespace
+	must(b, w[svKind].wait(ctx, "all 10,000 SharedVolumes Ready", met, total))
+	_, _, lastReady := w[svKind].span(met)
+	created := total - firstNamespaces*perNamespace
+	reqs := bd.requestsOf(user, createStart, lastReady)
+	time.Sleep(5 * time.Second)
+	rss10k := mib(proc)
+
+	deleteStart := time.Now()
+	must(b, testutil.ParallelOn(createWorkers, namespaces, func(i int) error {
+		return fast.DeleteAllOf(ctx, &v1alpha1.SharedVolume{}, client.InNamespace(nsName(i)))
+	}))
+	for kind, what := range map[string]string{svKind: "SharedVolumes", pvKind: "PVs", pvcKind: "PVCs"} {
+		must(b, w[kind].wait(ctx, "all "+what+" gone", gone, total))
+	}
+	var lastGone time.Time
+	for _, t := range w {
+		if _, _, last := t.span(gone); last.After(lastGone) {
+			lastGone = last
+		}
+	}
+	deleteReqs := bd.requestsOf(user, deleteStart, lastGone)
+
+	b.ReportMetric(lastReady.Sub(createStart).Seconds(), "9000-more-ready-s")
+	b.ReportMetric(float64(created)/lastReady.Sub(createStart).Seconds(), "ready/s")
+	b.ReportMetric(rss1k, "rss-1000sv-MiB")
+	b.ReportMetric(rss10k, "rss-10000sv-MiB")
+	b.ReportMetric(rss10k/rss1k, "rss-ratio")
+	reqs.report(b, "", created)
+	b.ReportMetric(lastGone.Sub(deleteStart).Seconds(), "delete-10000-s")
+	deleteReqs.report(b, "delete-", total)
 	b.ReportMetric(0, "ns/op")
 }

@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/operator/assets"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -131,8 +133,9 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	if n := notEnabledSeries(ctx, t, s, pod.Namespace, scrapeOperator(ctx, t, s, pod.Namespace)); n != 1 {
 		t.Errorf("without the ClusterCSIDriver, %s's expression gives %d series, want 1", notEnabledAlert, n)
 	}
-	placed, running := deployDriver(ctx, t, s, pod)
-	t.Logf("ClusterCSIDriver -> driver pods placed on the node: %s, Running and Ready: %s", placed.Round(100*time.Millisecond), running.Round(100*time.Millisecond))
+	d := deployDriver(ctx, t, s, pod)
+	t.Logf("ClusterCSIDriver -> every operand applied: %s, driver pods placed on the node: %s, Running and Ready: %s",
+		d.applied.Round(10*time.Millisecond), d.placed.Round(100*time.Millisecond), d.running.Round(100*time.Millisecond))
 	if n := notEnabledSeries(ctx, t, s, pod.Namespace, scrapeOperator(ctx, t, s, pod.Namespace)); n != 0 {
 		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
 	}
@@ -290,13 +293,21 @@ func operatorHubNamespace(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 	return name
 }
 
-// deployDriver creates the ClusterCSIDriver and waits until the operator running in pod has
-// created the driver's Deployment and DaemonSet, their pods are placed on the real node, and
-// then run there with every container Ready (waitDriverRunning). It returns how long each took
-// from the CR's creation.
-func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator *corev1.Pod) (placed, running time.Duration) {
+// driverTimings are how long after the ClusterCSIDriver's creation the driver reached each stage.
+type driverTimings struct {
+	// applied: every object of the driver the operator ships (operator/assets.OperandFiles) exists.
+	applied time.Duration
+	// placed: the driver's pods are on the node; running: they are Running with every container Ready.
+	placed, running time.Duration
+}
+
+// deployDriver creates the ClusterCSIDriver and waits until the operator in pod operator has
+// applied every operand, the driver's pods are placed on the node, and they run there.
+func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator *corev1.Pod) driverTimings {
 	tb.Helper()
 	c := s.Client
+	driverNS := operator.Namespace
+	operands := shippedOperands(tb, driverNS)
 	begin := time.Now()
 	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
@@ -304,8 +315,23 @@ func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator
 	}); err != nil {
 		tb.Fatal(err)
 	}
-	driverNS := operator.Namespace
-	err := testutil.Eventually(ctx, "driver pods on "+testbed.RealNodeName, func(ctx context.Context) error {
+	var t driverTimings
+	// Each operand is looked up until it is found, then no more: the check loads the cluster
+	// less and less as the operator applies them.
+	err := testutil.Eventually(ctx, "every operand applied", func(ctx context.Context) error {
+		for len(operands) > 0 {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(operands[0]), operands[0].DeepCopy()); err != nil {
+				return fmt.Errorf("%s %s: %w", operands[0].GetKind(), operands[0].GetName(), err)
+			}
+			operands = operands[1:]
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), operator), 30))
+	}
+	t.applied = time.Since(begin)
+	err = testutil.Eventually(ctx, "driver pods on "+testbed.RealNodeName, func(ctx context.Context) error {
 		pods, err := driverPods(ctx, c, driverNS)
 		if err != nil {
 			return err
@@ -324,8 +350,29 @@ func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator
 	if err != nil {
 		tb.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), operator), 30))
 	}
-	placed = time.Since(begin)
-	return placed, waitDriverRunning(ctx, tb, s, driverNS).Sub(begin)
+	t.placed = time.Since(begin)
+	t.running = waitDriverRunning(ctx, tb, s, driverNS).Sub(begin)
+	return t
+}
+
+// shippedOperands are the objects of the driver as the operator ships them (its embedded
+// manifests), for an operator in namespace.
+func shippedOperands(tb testing.TB, namespace string) []*unstructured.Unstructured {
+	tb.Helper()
+	read := assets.For(namespace)
+	var objects []*unstructured.Unstructured
+	for _, file := range assets.OperandFiles {
+		raw, err := read(file)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(raw, &obj.Object); err != nil {
+			tb.Fatalf("operator asset %s: %v", file, err)
+		}
+		objects = append(objects, obj)
+	}
+	return objects
 }
 
 // operatorPod waits for the one pod of the CSV's operator Deployment to be Ready.

@@ -123,12 +123,15 @@ func Eventually(ctx context.Context, what string, cond func(context.Context) err
 }
 
 // Parallel runs fn(i) for every i in [0, n) on 16 goroutines and returns the first error.
-func Parallel(n int, fn func(i int) error) error {
+func Parallel(n int, fn func(i int) error) error { return ParallelOn(16, n, fn) }
+
+// ParallelOn runs fn(i) for every i in [0, n) on workers goroutines and returns the first error.
+func ParallelOn(workers, n int, fn func(i int) error) error {
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
-	for range 16 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
