@@ -190,8 +190,8 @@ const pendingRecheck = 10 * time.Second
 // firstStatusWait is how long to hold back the first status of a new SharedVolume whose claim
 // is made but not bound yet: a claim is bound within a second on a cluster that is not busy,
 // and the SharedVolume's first status is then Ready, its only status write. Saying Pending
-// first costs the API server a status write and an event per SharedVolume, a fifth of what
-// the controller writes for one. A claim the binder has not bound within pendingRecheck of the
+// first costs the API server one more custom-resource write per SharedVolume, on top of the
+// four it cannot do without (finalizer, claim, volume, Ready). A claim the binder has not bound within pendingRecheck of the
 // SharedVolume's creation is reported Pending; anything else is reported at once.
 func firstStatusWait(sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus) time.Duration {
 	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
