@@ -42,26 +42,41 @@ func (s *Stack) writeAuditPolicy() ([]string, error) {
 
 // AuditedRequests returns the requests user made, as the API server recorded them, when the
 // stack was started with AuditServiceAccounts. Records are flushed within a second of the
-// request's end.
+// request's end. The API server rotates its log every 100 MB (audit-<time>.log beside it):
+// every file is read.
 func (s *Stack) AuditedRequests(user string) ([]auditv1.Event, error) {
 	if !s.opts.AuditServiceAccounts {
 		return nil, fmt.Errorf("the stack records no requests: start it with AuditServiceAccounts")
 	}
-	f, err := os.Open(filepath.Join(s.Dir, auditLog))
+	rotated, err := filepath.Glob(filepath.Join(s.Dir, "audit-*.log"))
+	if err != nil {
+		return nil, err
+	}
+	var events []auditv1.Event
+	for _, path := range append(rotated, filepath.Join(s.Dir, auditLog)) {
+		if events, err = readAudit(path, user, events); err != nil {
+			return nil, err
+		}
+	}
+	return events, nil
+}
+
+// readAudit appends the records of user in the audit log at path to events.
+func readAudit(path, user string, events []auditv1.Event) ([]auditv1.Event, error) {
+	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return nil, nil
+		return events, nil
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var events []auditv1.Event
 	scanner := bufio.NewScanner(f)
 	scanner.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for line := 1; scanner.Scan(); line++ {
 		var e auditv1.Event
 		if err := json.Unmarshal(scanner.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", auditLog, line, err)
+			return nil, fmt.Errorf("%s line %d: %w", filepath.Base(path), line, err)
 		}
 		if e.User.Username == user {
 			events = append(events, e)
