@@ -421,27 +421,36 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 			return reconcile.Result{}, err
 		}
 	}
-	for _, obj := range []client.Object{
+	objects := []client.Object{
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: pvcName(sv)}},
 		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName(sv)}},
-	} {
-		err := r.getAny(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		if !ownedBy(obj, sv) {
-			continue
-		}
-		if obj.GetDeletionTimestamp() == nil {
-			if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
-				return reconcile.Result{}, fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+	}
+	// Only objects labelled as the SharedVolume's are deleted, and the cache holds all of those:
+	// it is what is asked while they go (asking the API server each requeue cost 11 reads per
+	// SharedVolume when 10,000 were deleted). Once it has neither, the API server is asked once
+	// more before the finalizer goes, for an object made milliseconds before the deletion that
+	// the cache's watch has not brought yet.
+	cached := func(ctx context.Context, key client.ObjectKey, obj client.Object) error { return r.Get(ctx, key, obj) }
+	for _, get := range []func(context.Context, client.ObjectKey, client.Object) error{cached, r.getAny} {
+		for _, obj := range objects {
+			err := get(ctx, client.ObjectKeyFromObject(obj), obj)
+			if apierrors.IsNotFound(err) {
+				continue
 			}
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			if !ownedBy(obj, sv) {
+				continue
+			}
+			if obj.GetDeletionTimestamp() == nil {
+				if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+					return reconcile.Result{}, fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+				}
+			}
+			// Wait for it to be gone (a pod may still use the claim) before the next one.
+			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 		}
-		// Wait for it to be gone (a pod may still use the claim) before the next one.
-		return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
 	}
 	patch := client.MergeFrom(sv.DeepCopy())
 	controllerutil.RemoveFinalizer(sv, efs.SharedVolumeFinalizer)
