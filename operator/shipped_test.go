@@ -2,13 +2,20 @@ package operator_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -19,7 +26,7 @@ import (
 // surroundings is added: the credentials in-cluster configuration would find, the namespace it
 // would read from the token's directory, and a loopback port for the metrics server, which a pod
 // binds in its own network namespace. The operator must start, stay up, never be refused, and
-// work: put a driver in place for a ClusterCSIDriver.
+// work: put a driver in place for a ClusterCSIDriver, and the SharedVolume finalizer policy up.
 func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	bin := buildOperator(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
@@ -27,6 +34,10 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	defer cancel()
 	kubeconfig := fixture.WriteKubeconfig(t, h.grantBundlePermissions(ctx), ns)
 	args, env := fixture.ShippedCommand(t, ns)
+	// The bundle ships the SharedVolume CRD, which OLM installs before the operator.
+	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
+	must(t, err)
+	must(t, testbed.InstallCRDs(ctx, h.c, svCRD))
 
 	p := h.startProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", testutil.FreeLoopbackAddr(t)), env)
 	alive := func(what string) {
@@ -53,6 +64,22 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 			t.Fatalf("%v\n%s", err, tail(p.output(), 30))
 		}
 	}
+	// The SharedVolume finalizer policy is up, bound to what OLM made for the CSV, and gives a
+	// new SharedVolume its finalizer (a dry run goes through admission and stores nothing).
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
+	must(t, eventually(ctx, "a SharedVolume admitted with its finalizer", func(ctx context.Context) error {
+		sv := &v1alpha1.SharedVolume{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"},
+			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: "fsap-0123abcd"},
+		}
+		if err := h.c.Create(ctx, sv, client.DryRunAll); err != nil {
+			return err
+		}
+		if !slices.Contains(sv.Finalizers, efs.SharedVolumeFinalizer) {
+			return fmt.Errorf("admitted with finalizers %q", sv.Finalizers)
+		}
+		return nil
+	}))
 	// What fails late fails within the first resyncs: the metrics server's authentication
 	// ConfigMap, leader election renewals.
 	time.Sleep(15 * time.Second)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/names/olm"
 	"github.com/csi-olm/csi-olm/operator/assets"
 	svcontroller "github.com/csi-olm/csi-olm/sharedvolume/controller"
 )
@@ -155,7 +156,9 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	// The SharedVolume controller serves app teams whether or not the driver is Managed: their
 	// volumes are static, and a community install's SharedVolumes must keep working.
 	svErr := make(chan error, 1)
-	go func() { svErr <- svcontroller.Run(ctx, config, efs.OperatorName, svcontroller.DefaultOptions) }()
+	svOptions := svcontroller.DefaultOptions
+	svOptions.OperatorNamespace, svOptions.CSV = ns, os.Getenv(olm.OperatorConditionEnv)
+	go func() { svErr <- svcontroller.Run(ctx, config, efs.OperatorName, svOptions) }()
 	select {
 	case <-ctx.Done():
 		return nil

@@ -478,6 +478,15 @@ func (s *Stack) RSS() uint64 {
 	return total
 }
 
+// CPUTimes returns the CPU time each of the stack's components has used so far, by name.
+func (s *Stack) CPUTimes() map[string]time.Duration {
+	times := map[string]time.Duration{}
+	for _, p := range s.Processes() {
+		times[p.Name] += CPUTime(p.PID)
+	}
+	return times
+}
+
 func stopAll(procs []*process) {
 	for i := len(procs) - 1; i >= 0; i-- {
 		procs[i].stop(10 * time.Second)

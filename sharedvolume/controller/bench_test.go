@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -194,9 +195,11 @@ func operatorBinary(tb testing.TB) string {
 // controller has made a SharedVolume Ready, and the process.
 func (b *bed) startShippedOperator(ctx context.Context, bin string) *os.Process {
 	b.t.Helper()
-	kubeconfig := fixture.WriteKubeconfig(b.t, fixture.GrantCSVPermissions(ctx, b.t, b.stack.Config, operatorNS), operatorNS)
+	if b.shippedKubeconfig == "" {
+		b.shippedKubeconfig = fixture.WriteKubeconfig(b.t, fixture.GrantCSVPermissions(ctx, b.t, b.stack.Config, operatorNS), operatorNS)
+	}
 	args, env := fixture.ShippedCommand(b.t, operatorNS)
-	op := exec.Command(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", operatorNS, "--listen", testutil.FreeLoopbackAddr(b.t))...)
+	op := exec.Command(bin, append(args, "--kubeconfig", b.shippedKubeconfig, "--namespace", operatorNS, "--listen", testutil.FreeLoopbackAddr(b.t))...)
 	op.Env = append(append(os.Environ(), env...), testbed.MarkerEnv+"="+b.stack.Dir)
 	op.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	logFile, err := os.Create(b.stack.Dir + "/operator.log")
@@ -204,7 +207,9 @@ func (b *bed) startShippedOperator(ctx context.Context, bin string) *os.Process 
 	op.Stdout, op.Stderr = logFile, logFile
 	must(b.t, op.Start())
 	b.t.Cleanup(func() { _ = op.Process.Kill(); _ = op.Wait(); logFile.Close() })
-	warm := sv(warmupNS, "warmup", "fs-01", "fsap-01")
+	// A new warm-up SharedVolume at every start: the benchmarks restart the operator.
+	warm := sv(warmupNS, "", "fs-01", "fsap-01")
+	warm.GenerateName = "warmup-"
 	must(b.t, b.c.Create(ctx, warm))
 	must(b.t, eventually(ctx, "the warm-up SharedVolume Ready", b.phase(warm, v1alpha1.SharedVolumeReady)))
 	return op.Process
@@ -275,17 +280,96 @@ func (r requests) report(b *testing.B, prefix string, n int) {
 
 func mib(p *os.Process) float64 { return float64(testbed.RSS(p.Pid)) / (1 << 20) }
 
+// cpuSample is the CPU time each process had used at one moment.
+type cpuSample struct {
+	at   time.Time
+	used map[string]time.Duration
+}
+
+// cpuMeter samples the CPU time of the stack's components, the operator and the benchmark's own
+// process (its clients and watches) every 100 ms, so that a window whose end a watch tells only
+// afterwards can still be charged: on 2 cores it shows which process bounds a figure.
+type cpuMeter struct {
+	mu      sync.Mutex
+	samples []cpuSample
+}
+
+func meterCPU(ctx context.Context, s *testbed.Stack, operator func() *os.Process) *cpuMeter {
+	m := &cpuMeter{}
+	sample := func() {
+		used := s.CPUTimes()
+		used["benchmark"] = testbed.CPUTime(os.Getpid())
+		if p := operator(); p != nil {
+			used["operator"] = testbed.CPUTime(p.Pid)
+		}
+		m.mu.Lock()
+		m.samples = append(m.samples, cpuSample{at: time.Now(), used: used})
+		m.mu.Unlock()
+	}
+	sample()
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+				sample()
+			}
+		}
+	}()
+	return m
+}
+
+// between returns the CPU time each process used from the last sample at or before from to the
+// first at or after to, and how long that was.
+func (m *cpuMeter) between(from, to time.Time) (map[string]time.Duration, time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	first, last := m.samples[0], m.samples[len(m.samples)-1]
+	for _, s := range m.samples {
+		if !s.at.After(from) {
+			first = s
+		}
+	}
+	for i := len(m.samples) - 1; i >= 0; i-- {
+		if !m.samples[i].at.Before(to) {
+			last = m.samples[i]
+		}
+	}
+	used := map[string]time.Duration{}
+	for name, t := range last.used {
+		used[name] = t - first.used[name]
+	}
+	return used, last.at.Sub(first.at)
+}
+
+// report puts the CPU seconds of the window among the benchmark's figures, all processes
+// together and the API server's own, and the share of each process in its log.
+func (m *cpuMeter) report(b *testing.B, prefix string, from, to time.Time) {
+	used, wall := m.between(from, to)
+	b.ReportMetric(total(used).Seconds(), prefix+"cpu-s")
+	b.ReportMetric(used[testbed.APIServerComponent].Seconds(), prefix+"apiserver-cpu-s")
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(used)) {
+		lines = append(lines, fmt.Sprintf("  %-25s %6.2f s", name, used[name].Seconds()))
+	}
+	b.Logf("%sCPU used over %.2f s (2 cores: %.2f CPU-s at most):\n%s", prefix, wall.Seconds(), 2*wall.Seconds(), strings.Join(lines, "\n"))
+}
+
 // BenchmarkSharedVolumes measures the SharedVolume controller, as the operator binary runs it
 // from its CSV, against a raw client doing the same work, in one run on one cluster:
-//   - baseline: a raw client (32 requests in flight, no rate limit) creates 1,000 PVCs and PVs
-//     pre-bound to them by UID, exactly the pairs the controller makes; the controller-manager
-//     binds them;
+//   - baseline: a raw client (32 requests in flight, no rate limit) creates 1,000 PVs, each
+//     reserved for a claim by name, and the 1,000 PVCs asking for them: exactly the pairs the
+//     controller makes; the controller-manager binds them;
 //   - controller: 1,000 SharedVolumes created at once, which the operator turns into the same
 //     pairs, bound the same way;
 //   - for each, the time until every PV and PVC exists and until every claim is Bound (every
 //     SharedVolume Ready), as a watch saw them; the controller-manager's binding rate; the
-//     operator's requests per SharedVolume, as the API server's audit log recorded them; its RSS
-//     with the 1,000, then with 10,000 unrelated PVCs too.
+//     operator's requests per SharedVolume, as the API server's audit log recorded them; the
+//     CPU time of every process over each window;
+//   - the operator's RSS with its SharedVolumes, then with 10,000 unrelated PVCs too;
+//   - 1,000 SharedVolumes created with the operator stopped: what the creates alone cost, and
+//     the bound on the objects ratio that sets for a controller that would cost nothing.
 //
 // One measurement per run: each needs a fresh cluster of its size.
 func BenchmarkSharedVolumes(b *testing.B) {
@@ -294,17 +378,20 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	bd := newAuditedBed(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	for _, ns := range []string{"baseline", "svs", "unrelated"} {
+	for _, ns := range []string{"baseline", "svs", "unrelated", "creates-only"} {
 		bd.namespace(ctx, ns, nil)
 	}
 	fast := bd.fastClient()
+	var operator atomic.Pointer[os.Process]
+	cpu := meterCPU(ctx, bd.stack, operator.Load)
 
 	baselineLabel := map[string]string{"csi-olm.io/benchmark": "baseline"}
 	raw := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(baselineLabel)},
 		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{"baseline": {}}},
 	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound})
-	start := time.Now()
+	baseStart := time.Now()
+	start := baseStart
 	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
 		v := sv("baseline", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
 		pv := &corev1.PersistentVolume{
@@ -325,18 +412,20 @@ func BenchmarkSharedVolumes(b *testing.B) {
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
 			},
 		}
-		// The same pair the controller makes, made the same way: the claim first, then the
-		// volume bound to it by UID.
-		if err := fast.Create(ctx, pvc); err != nil {
+		// The same pair the controller makes, made the same way: the volume first, reserved
+		// for the claim by name, then the claim asking for it.
+		if err := fast.Create(ctx, pv); err != nil {
 			return err
 		}
-		pv.Spec.ClaimRef.UID = pvc.UID
-		return fast.Create(ctx, pv)
+		return fast.Create(ctx, pvc)
 	}))
 	must(b, raw[pvcKind].wait(ctx, "baseline claims Bound", met, n))
 	baseObjects, baseBound, binderRate := pairTimes(b, raw, start)
+	cpu.report(b, "baseline-objects-", start, start.Add(baseObjects))
+	cpu.report(b, "baseline-bound-", start, start.Add(baseBound))
 
 	proc := bd.startShippedOperator(ctx, bin)
+	operator.Store(proc)
 	svs := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(labels.Set{efs.SharedVolumeOwnerNamespaceLabel: "svs"})},
 		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{"svs": {}}},
@@ -351,6 +440,8 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	objects, bound, svBinderRate := pairTimes(b, svs, start)
 	_, _, lastReady := svs[svKind].span(met)
 	ready := lastReady.Sub(start)
+	cpu.report(b, "controller-objects-", start, start.Add(objects))
+	cpu.report(b, "controller-ready-", start, lastReady)
 	reqs := bd.requestsOf(fixture.ServiceAccountUser(operatorNS), start, end)
 	rssSVs := mib(proc)
 
@@ -364,10 +455,28 @@ func BenchmarkSharedVolumes(b *testing.B) {
 		})
 	}))
 	time.Sleep(10 * time.Second)
+	rssUnrelated := mib(proc)
+
+	// What the app team's creates alone cost the machine, with the operator stopped: even a
+	// controller that cost nothing could make the pairs of SharedVolumes created at once no
+	// sooner than the machine can do both, the creates and the pairs.
+	must(b, proc.Kill())
+	_, _ = proc.Wait()
+	operator.Store(nil)
+	start = time.Now()
+	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
+		return fast.Create(ctx, sv("creates-only", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i)))
+	}))
+	svCreates := time.Since(start)
+	cpu.report(b, "sharedvolume-creates-", start, start.Add(svCreates))
+	svCreateCPU, _ := cpu.between(start, start.Add(svCreates))
+	baseCPU, _ := cpu.between(baseStart, baseStart.Add(baseObjects))
 
 	b.ReportMetric(baseObjects.Seconds(), "baseline-objects-s")
 	b.ReportMetric(objects.Seconds(), "controller-objects-s")
 	b.ReportMetric(baseObjects.Seconds()/objects.Seconds(), "objects-rate-ratio")
+	b.ReportMetric(svCreates.Seconds(), "sharedvolume-creates-s")
+	b.ReportMetric(total(baseCPU).Seconds()/(total(baseCPU)+total(svCreateCPU)).Seconds(), "objects-rate-ratio-bound")
 	b.ReportMetric(baseBound.Seconds(), "baseline-bound-s")
 	b.ReportMetric(bound.Seconds(), "controller-bound-s")
 	b.ReportMetric(ready.Seconds(), "controller-ready-s")
@@ -376,8 +485,43 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	b.ReportMetric(svBinderRate, "controller-binds/s")
 	reqs.report(b, "", n)
 	b.ReportMetric(rssSVs, "rss-1000sv-MiB")
-	b.ReportMetric(mib(proc), "rss-plus-10k-pvcs-MiB")
+	b.ReportMetric(rssUnrelated, "rss-plus-10k-pvcs-MiB")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkOneSharedVolume measures what an app team waits for: one SharedVolume created on a
+// quiet cluster until it is Ready, one after another, with the operator run as its CSV ships it.
+func BenchmarkOneSharedVolume(b *testing.B) {
+	bin := operatorBinary(b)
+	bd := newAuditedBed(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	bd.namespace(ctx, "team", nil)
+	bd.startShippedOperator(ctx, bin)
+	w := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&v1alpha1.SharedVolume{}: {Namespaces: map[string]cache.Config{"team": {}}},
+	}}, map[client.Object]func(client.Object) bool{&v1alpha1.SharedVolume{}: sharedVolumeReady})[svKind]
+	var took []time.Duration
+	for i := 0; b.Loop(); i++ {
+		s := sv("team", fmt.Sprintf("v%d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
+		start := time.Now()
+		must(b, bd.c.Create(ctx, s))
+		must(b, w.wait(ctx, "Ready", met, i+1))
+		w.mu.Lock()
+		took = append(took, w.met[s.Namespace+"/"+s.Name].Sub(start))
+		w.mu.Unlock()
+	}
+	slices.Sort(took)
+	b.ReportMetric(took[len(took)/2].Seconds(), "median-ready-s")
+	b.ReportMetric(took[len(took)-1].Seconds(), "max-ready-s")
+}
+
+func total(used map[string]time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range used {
+		t += d
+	}
+	return t
 }
 
 // pairTimes reads, from the PV and PVC trackers, how long after start every PV and PVC existed

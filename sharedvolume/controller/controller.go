@@ -151,8 +151,11 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
+	// The PV is read from the cache only. One the cache does not hold (someone else's, which is
+	// unlabelled, or one made a moment ago) is found by its create, which then fails with
+	// AlreadyExists: asking the API server first cost every new SharedVolume a read.
 	pv := &corev1.PersistentVolume{}
-	pvErr := r.getAny(ctx, client.ObjectKey{Name: pvName(sv)}, pv)
+	pvErr := r.Get(ctx, client.ObjectKey{Name: pvName(sv)}, pv)
 	if pvErr != nil && !apierrors.IsNotFound(pvErr) {
 		return reconcile.Result{}, fmt.Errorf("reading PersistentVolume %s: %w", pvName(sv), pvErr)
 	}
@@ -269,20 +272,15 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		// its deletion removes what it has.
 		return *sv.Status.DeepCopy(), nil
 	}
-	// The claim is made first, so that the volume can name it by UID: bound to this very claim
-	// object, the volume leaves the binder one write less per pair (its claimRef is complete),
-	// and no claim made later under the same name can ever bind it. The claim asks for the
-	// volume by name, which was checked above to be free or this SharedVolume's.
-	if apierrors.IsNotFound(pvcErr) {
-		pvc = desiredPVC(sv)
-		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
-		}
-		r.claimRecreated(sv, pv, pvc)
-	}
+	// The volume is made first, reserved for the claim by name (spec.claimRef without a UID,
+	// Kubernetes' way to pre-bind a static volume), and the claim then asks for it by name. The
+	// binder binds such a claim as soon as it sees it, because it finds the volume already in
+	// its cache. Made the other way round, a volume naming its claim's UID was bound only at the
+	// binder's next periodic pass, which comes every 15 s (--pvclaimbinder-sync-period): a
+	// single SharedVolume took 10 to 15 s to be Ready. The binder writes the claim's UID into
+	// the volume when it binds, and from then on no other claim can take it.
 	if apierrors.IsNotFound(pvErr) {
 		pv = desiredPV(sv)
-		pv.Spec.ClaimRef.UID = pvc.UID
 		err := r.Create(ctx, pv, client.FieldOwner(FieldManager))
 		if apierrors.IsForbidden(err) {
 			// Admission refuses EFS volumes while the driver is removed, and says what lifts
@@ -291,9 +289,23 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 			setReady(&status, sv, metav1.ConditionFalse, ReasonVolumeRefused, fmt.Sprintf("the API server refused PersistentVolume %s (tried again every %v): %v", pv.Name, pendingRecheck, err))
 			return status, nil
 		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsAlreadyExists(err) {
+			if err := r.serverCopy(ctx, client.ObjectKeyFromObject(pv), pv); err != nil {
+				return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolume %s: %w", pv.Name, err)
+			}
+			if why, reason := refusal(sv, pv, nil, pvc, pvcErr); why != "" {
+				return failed(sv, reason, why), nil
+			}
+		} else if err != nil {
 			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
 		}
+	}
+	if apierrors.IsNotFound(pvcErr) {
+		pvc = desiredPVC(sv)
+		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+		}
+		r.claimRecreated(sv, pv, pvc)
 	}
 	if pvc.Spec.VolumeName != pv.Name {
 		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to %s, not %s", pvc.Namespace, pvc.Name, pvc.Spec.VolumeName, pv.Name)), nil

@@ -27,6 +27,9 @@ type bed struct {
 	t     testing.TB
 	stack *testbed.Stack
 	c     client.Client
+	// shippedKubeconfig authenticates as the operator's ServiceAccount, once the benchmarks
+	// granted it the CSV's permissions.
+	shippedKubeconfig string
 }
 
 func newBed(t testing.TB) *bed {
@@ -55,9 +58,14 @@ func shippedCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 // run runs the controller until the returned stop is called or the test ends.
 func (b *bed) run() (stop func()) {
 	b.t.Helper()
+	return b.runWith(controller.DefaultOptions)
+}
+
+func (b *bed) runWith(opts controller.Options) (stop func()) {
+	b.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- controller.Run(ctx, b.stack.Config, "sharedvolume-test", controller.DefaultOptions) }()
+	go func() { done <- controller.Run(ctx, b.stack.Config, "sharedvolume-test", opts) }()
 	stopped := false
 	stop = func() {
 		if stopped {

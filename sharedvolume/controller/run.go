@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -27,6 +28,10 @@ type Options struct {
 	// Workers reconcile SharedVolumes in parallel. Each has at most one request to the API
 	// server in flight, so Workers also bounds the controller's load on it.
 	Workers int
+	// OperatorNamespace and CSV name the ClusterServiceVersion OLM installed the operator from.
+	// When both are set, new SharedVolumes get their finalizer from the API server as it admits
+	// them, for as long as that CSV is installed (finalizerpolicy.go).
+	OperatorNamespace, CSV string
 }
 
 // DefaultOptions were measured with BenchmarkSharedVolumes (BENCHMARKS.md).
@@ -44,6 +49,13 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 		return err
 	}
 	config = rest.CopyConfig(config)
+	if opts.OperatorNamespace != "" {
+		kube, err := kubernetes.NewForConfig(config)
+		if err != nil {
+			return err
+		}
+		putUpFinalizerPolicy(ctx, kube, opts.OperatorNamespace, opts.CSV)
+	}
 	// No client-side token bucket. It protected the API server before API Priority and
 	// Fairness, which every supported cluster runs: the server queues this ServiceAccount's
 	// requests as a flow of their own in its priority level, so a burst from here waits its

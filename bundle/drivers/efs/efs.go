@@ -175,6 +175,11 @@ func Operator() d.Operator {
 				// volumes while the driver is removed. Creating one cannot be limited by name.
 				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
 				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, names.RemovalFence),
+				// New SharedVolumes get their finalizer from a MutatingAdmissionPolicy (one
+				// write less each) while OLM's ClusterRole for this CSV exists: the API server
+				// lets the operator bind it to ClusterRoles, which it may read already.
+				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"create"}),
+				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"patch"}, names.SharedVolumeFinalizerPolicy),
 				// Community driver objects carry an ownerReference to this CRD; its UID
 				// identifies them for adoption.
 				d.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, []string{"get"}, "sharedvolumes.aws-efs.managed.openshift.io"),

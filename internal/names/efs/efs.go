@@ -20,6 +20,9 @@ const (
 	// PersistentVolumes while the driver is removed: the operator's manifests, its CSV's RBAC
 	// (resourceNames) and the API server's refusals all carry it.
 	RemovalFence = "aws-efs-csi-driver-removal-fence"
+	// SharedVolumeFinalizerPolicy names the MutatingAdmissionPolicy, and its binding, that put
+	// the SharedVolume finalizer on new SharedVolumes while the operator is installed.
+	SharedVolumeFinalizerPolicy = "aws-efs-sharedvolume-finalizer"
 )
 
 // The operator's own metrics: library-go serves them on OperatorMetricsPort with the certificate
