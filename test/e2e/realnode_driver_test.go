@@ -298,6 +298,11 @@ func appTeamMountsASharedVolume(ctx context.Context, tb testing.TB, s *testbed.S
 	if err := developer.Create(ctx, sv); err != nil {
 		tb.Fatalf("the developer's SharedVolume: %v", err)
 	}
+	// The finalizer policy the operator put up, bound to the ClusterRole OLM made for its CSV,
+	// gave the SharedVolume its finalizer as the API server admitted it.
+	if !slices.Contains(sv.Finalizers, efs.SharedVolumeFinalizer) {
+		tb.Errorf("the SharedVolume was admitted with finalizers %q, without %s: the finalizer policy is not bound to what OLM made for the CSV", sv.Finalizers, efs.SharedVolumeFinalizer)
+	}
 	if err := testutil.Eventually(ctx, "the SharedVolume Ready", func(ctx context.Context) error {
 		if err := developer.Get(ctx, client.ObjectKeyFromObject(sv), sv); err != nil {
 			return err

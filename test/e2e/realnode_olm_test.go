@@ -318,15 +318,18 @@ func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator
 	var t driverTimings
 	// Each operand is looked up until it is found, then no more: the check loads the cluster
 	// less and less as the operator applies them.
+	var found []string
 	err := testutil.Eventually(ctx, "every operand applied", func(ctx context.Context) error {
 		for len(operands) > 0 {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(operands[0]), operands[0].DeepCopy()); err != nil {
 				return fmt.Errorf("%s %s: %w", operands[0].GetKind(), operands[0].GetName(), err)
 			}
+			found = append(found, fmt.Sprintf("%s %s %.2f s", operands[0].GetKind(), operands[0].GetName(), time.Since(begin).Seconds()))
 			operands = operands[1:]
 		}
 		return nil
 	})
+	tb.Logf("operands found after (in the order looked up):\n  %s", strings.Join(found, "\n  "))
 	if err != nil {
 		tb.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), operator), 30))
 	}
