@@ -97,11 +97,14 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 
 	controllerSet := csicontrollerset.NewCSIControllerSet(gated, recorder).
 		WithManagementStateController(efs.OperatorName, true).
-		WithLogLevelController().
+		WithLogLevelController()
+	for _, g := range assets.StaticGroups {
 		// library-go's static resource controller applies its manifests in every state but
 		// Unmanaged; applying them only while Managed lets the uninstall controller remove them.
-		WithConditionalStaticResourcesController("AWSEFSDriverStaticResourcesController", kubeClient, dynamicClient, kubeInformers, read,
-			assets.StaticFiles, gated.managed, never).
+		controllerSet = controllerSet.WithConditionalStaticResourcesController("AWSEFSDriver"+g.Name+"StaticResourcesController", kubeClient, dynamicClient, kubeInformers, read,
+			g.Files, gated.managed, never)
+	}
+	controllerSet = controllerSet.
 		WithCredentialsRequestController("AWSEFSDriverCredentialsRequestController", ns, read, assets.CredentialsFile, dynamicClient, operatorInformers, stsHook).
 		WithCSIConfigObserverController("AWSEFSDriverCSIConfigObserverController", configInformers).
 		WithCSIDriverControllerService("AWSEFSDriverControllerServiceController", read, assets.ControllerFile, kubeClient, nsInformers, configInformers,

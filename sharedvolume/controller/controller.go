@@ -179,13 +179,31 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (
 		return reconcile.Result{}, err
 	}
 	if status.Phase == v1alpha1.SharedVolumePending {
-		return reconcile.Result{RequeueAfter: pendingRecheck}, nil
+		return reconcile.Result{RequeueAfter: recheckAfter(status)}, nil
 	}
 	return reconcile.Result{}, nil
 }
 
-// pendingRecheck is how often a Pending SharedVolume is looked at again, and how long it may
-// wait for its claim to bind before the claim is read from the API server rather than the
+// maxRecheck is the longest a SharedVolume waiting for the binder goes unchecked.
+const maxRecheck = 5 * time.Minute
+
+// recheckAfter is when a Pending SharedVolume is looked at again: after pendingRecheck, and once
+// it has waited for the binder for longer, after half as long as it has waited, up to
+// maxRecheck. Each look at a claim still unbound reads it from the API server, in case this
+// process's cache lags; a watch broken by an API server restart is back within a minute, after
+// which the claim's binding arrives as an event and needs no look. At a fixed 10 s, 10,000
+// SharedVolumes waiting minutes for a busy binder cost the server 30 reads each
+// (BENCHMARKS.md).
+func recheckAfter(status v1alpha1.SharedVolumeStatus) time.Duration {
+	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
+	if c == nil || c.Reason != ReasonBinding {
+		return pendingRecheck
+	}
+	return min(max(pendingRecheck, time.Since(c.LastTransitionTime.Time)/2), maxRecheck)
+}
+
+// pendingRecheck is how soon a Pending SharedVolume is looked at again at first, and how long it
+// may wait for its claim to bind before the claim is read from the API server rather than the
 // cache. The cache learns of a binding from its watch, and a watch broken by an API server
 // restart is only re-established after client-go's backoff, up to a minute later.
 const pendingRecheck = 10 * time.Second
@@ -193,9 +211,10 @@ const pendingRecheck = 10 * time.Second
 // firstStatusWait is how long to hold back the first status of a new SharedVolume whose claim
 // is made but not bound yet: a claim is bound within a second on a cluster that is not busy,
 // and the SharedVolume's first status is then Ready, its only status write. Saying Pending
-// first costs the API server one more custom-resource write per SharedVolume, on top of the
-// four it cannot do without (finalizer, claim, volume, Ready). A claim the binder has not bound within pendingRecheck of the
-// SharedVolume's creation is reported Pending; anything else is reported at once.
+// first costs the API server one more custom-resource write per SharedVolume, on top of those
+// it cannot do without (claim, volume, Ready, and the finalizer where no policy sets it). A claim
+// the binder has not bound within pendingRecheck of the SharedVolume's creation is reported
+// Pending; anything else is reported at once.
 func firstStatusWait(sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus) time.Duration {
 	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
 	if sv.Status.Phase != "" || c == nil || c.Reason != ReasonBinding {
