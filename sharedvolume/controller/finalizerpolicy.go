@@ -64,9 +64,7 @@ func finalizerPolicyBinding(namespace, csv string) *admissionv1ac.MutatingAdmiss
 		WithSpec(admissionv1ac.MutatingAdmissionPolicyBindingSpec().
 			WithPolicyName(efs.SharedVolumeFinalizerPolicy).
 			WithParamRef(admissionv1ac.ParamRef().
-				WithSelector(metav1ac.LabelSelector().WithMatchLabels(map[string]string{
-					olm.OwnerLabel: csv, olm.OwnerNamespaceLabel: namespace, olm.OwnerKindLabel: olm.OwnerKindCSV,
-				})).
+				WithSelector(metav1ac.LabelSelector().WithMatchLabels(olm.OwnerLabels(csv, namespace))).
 				WithParameterNotFoundAction(admissionregistrationv1.AllowAction)))
 }
 

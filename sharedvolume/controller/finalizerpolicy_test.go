@@ -65,9 +65,7 @@ func TestFinalizerPolicy(t *testing.T) {
 	// OLM's ClusterRole for the CSV, and two that are not it: another CSV's in the same
 	// namespace, and one of a CSV of the same name in another namespace.
 	clusterRole := func(name, csv, namespace string) *rbacv1.ClusterRole {
-		return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			olm.OwnerLabel: csv, olm.OwnerNamespaceLabel: namespace, olm.OwnerKindLabel: olm.OwnerKindCSV,
-		}}}
+		return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: olm.OwnerLabels(csv, namespace)}}
 	}
 	must(t, b.c.Create(ctx, clusterRole("other-csv", "aws-efs-csi-driver-operator.v4.10.0", operatorNS)))
 	must(t, b.c.Create(ctx, clusterRole("other-namespace", csv, "elsewhere")))

@@ -17,3 +17,8 @@ const (
 // OperatorConditionEnv is the variable OLM sets, to the CSV's name, in every container of the
 // Deployments it installs for a CSV (pkg/controller/install).
 const OperatorConditionEnv = "OPERATOR_CONDITION_NAME"
+
+// OwnerLabels are the labels OLM puts on the cluster-scoped objects of CSV csv in namespace.
+func OwnerLabels(csv, namespace string) map[string]string {
+	return map[string]string{OwnerLabel: csv, OwnerNamespaceLabel: namespace, OwnerKindLabel: OwnerKindCSV}
+}
