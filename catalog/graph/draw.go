@@ -2,6 +2,8 @@ package graph
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -16,23 +18,52 @@ func DOT(g Package) []byte {
 	for i, ch := range g.Channels {
 		fmt.Fprintf(&b, "  subgraph cluster_%d {\n    label=%q;\n    labelloc=b;\n", i, ch.label())
 		for _, n := range ch.Nodes {
+			style, label := "rounded", n.Label
 			if n.Head {
-				fmt.Fprintf(&b, "    %q [label=%q, style=\"rounded,bold\", penwidth=2.5];\n", n.ID, n.Label+"\nhead")
-			} else {
-				fmt.Fprintf(&b, "    %q [label=%q];\n", n.ID, n.Label)
+				style, label = "rounded,bold", label+"\nhead"
 			}
+			b.WriteString("    " + dotNode(n.ID, label, style, n.Head, g.NodeMarks))
 		}
 		b.WriteString("  }\n")
 	}
 	for _, n := range g.Foreign {
-		fmt.Fprintf(&b, "  %q [label=%q, style=\"rounded,dashed\"];\n", n.ID, n.Label)
+		b.WriteString("  " + dotNode(n.ID, n.Label, "rounded,dashed", false, g.NodeMarks))
 	}
 	style := map[EdgeKind]string{Replaces: "solid", Skips: "dashed", SkipRange: "dotted"}
 	for _, e := range g.Edges {
-		fmt.Fprintf(&b, "  %q -> %q [label=%q, style=%s];\n", e.From, e.To, string(e.Kind), style[e.Kind])
+		label, st, extra := string(e.Kind), style[e.Kind], ""
+		if m, ok := g.EdgeMarks[e]; ok {
+			label = strings.TrimSpace(label + " " + m.Note)
+			if m.Dashed {
+				st = "dashed"
+			}
+			extra = fmt.Sprintf(", color=%q, fontcolor=%q, penwidth=2.5", m.Color, m.Color)
+		}
+		fmt.Fprintf(&b, "  %q -> %q [label=%q, style=%s%s];\n", e.From, e.To, label, st, extra)
 	}
 	b.WriteString("}\n")
 	return []byte(b.String())
+}
+
+// dotNode is one node statement, with its mark when it has one.
+func dotNode(id, label, style string, head bool, marks map[string]Mark) string {
+	m, ok := marks[id]
+	if !ok {
+		if head {
+			return fmt.Sprintf("%q [label=%q, style=%q, penwidth=2.5];\n", id, label, style)
+		}
+		if style == "rounded" {
+			return fmt.Sprintf("%q [label=%q];\n", id, label)
+		}
+		return fmt.Sprintf("%q [label=%q, style=%q];\n", id, label, style)
+	}
+	if m.Note != "" {
+		label += "\n" + m.Note
+	}
+	if m.Dashed {
+		style = "rounded,dashed"
+	}
+	return fmt.Sprintf("%q [label=%q, style=%q, color=%q, fontcolor=%q, penwidth=2.5];\n", id, label, style, m.Color, m.Color)
 }
 
 // Mermaid renders a package graph as a Mermaid flowchart, which Markdown viewers draw. It is not
@@ -67,10 +98,29 @@ func Mermaid(g Package) []byte {
 		fmt.Fprintf(&b, "  %s[%q]:::foreign\n", id(n.ID), n.Label)
 	}
 	arrow := map[EdgeKind]string{Replaces: "-->", Skips: "-.->", SkipRange: "-.->"}
-	for _, e := range g.Edges {
-		fmt.Fprintf(&b, "  %s %s|%s| %s\n", id(e.From), arrow[e.Kind], e.Kind, id(e.To))
+	var linkStyles []string
+	for i, e := range g.Edges {
+		label := string(e.Kind)
+		if m, ok := g.EdgeMarks[e]; ok {
+			label = strings.TrimSpace(label + " " + m.Note)
+			linkStyles = append(linkStyles, fmt.Sprintf("  linkStyle %d stroke:%s,stroke-width:3px\n", i, m.Color))
+		}
+		fmt.Fprintf(&b, "  %s %s|%s| %s\n", id(e.From), arrow[e.Kind], label, id(e.To))
 	}
 	b.WriteString("  classDef head stroke-width:3px,font-weight:bold\n  classDef foreign stroke-dasharray:5 5\n")
+	for _, l := range linkStyles {
+		b.WriteString(l)
+	}
+	for _, nodeID := range slices.Sorted(maps.Keys(g.NodeMarks)) {
+		if short, ok := ids[nodeID]; ok {
+			m := g.NodeMarks[nodeID]
+			dash := ""
+			if m.Dashed {
+				dash = ",stroke-dasharray:5 5"
+			}
+			fmt.Fprintf(&b, "  style %s stroke:%s,stroke-width:3px%s\n", short, m.Color, dash)
+		}
+	}
 	return []byte(b.String())
 }
 

@@ -71,7 +71,7 @@ func (g *Graph) Run(ctx context.Context) error {
 			return fmt.Errorf("--format %s needs --output-dir", f)
 		}
 		for _, p := range graphs {
-			out, _ := g.render(ctx, p, f)
+			out, _ := Render(ctx, p, f, g.Dot)
 			if _, err := g.Out.Write(out); err != nil {
 				return err
 			}
@@ -83,7 +83,7 @@ func (g *Graph) Run(ctx context.Context) error {
 	}
 	for _, p := range graphs {
 		for _, f := range g.Formats {
-			out, err := g.render(ctx, p, f)
+			out, err := Render(ctx, p, f, g.Dot)
 			if err != nil {
 				return err
 			}
@@ -97,18 +97,23 @@ func (g *Graph) Run(ctx context.Context) error {
 	return nil
 }
 
-func (g *Graph) render(ctx context.Context, p Package, format string) ([]byte, error) {
+// Render draws one package graph in a format of Formats; svg and png go through the Graphviz
+// binary dot.
+func Render(ctx context.Context, p Package, format, dot string) ([]byte, error) {
 	switch format {
 	case "dot":
 		return DOT(p), nil
 	case "mermaid":
 		return Mermaid(p), nil
+	case "svg", "png":
+	default:
+		return nil, fmt.Errorf("unknown format %q: use %s", format, strings.Join(Formats, ", "))
 	}
-	if _, err := exec.LookPath(g.Dot); err != nil {
+	if _, err := exec.LookPath(dot); err != nil {
 		return nil, fmt.Errorf("%s output needs Graphviz's dot (%v): run `make graphviz` (apt-get install graphviz)", format, err)
 	}
 	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, g.Dot, "-T"+format)
+	cmd := exec.CommandContext(ctx, dot, "-T"+format)
 	cmd.Stdin = bytes.NewReader(DOT(p))
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

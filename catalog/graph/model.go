@@ -53,6 +53,60 @@ type Package struct {
 	Channels []Channel
 	Foreign  []Node
 	Edges    []Edge
+	// NodeMarks and EdgeMarks highlight what a drawing is about: a simulated upgrade path, or a
+	// diff's changes. Nodes are marked by ID.
+	NodeMarks map[string]Mark
+	EdgeMarks map[Edge]Mark
+}
+
+// Mark highlights a node or an edge: a colour, a note added to its label, and dashed lines for
+// what is gone.
+type Mark struct {
+	Color  string
+	Note   string
+	Dashed bool
+}
+
+// NodeID is the ID Build gives a bundle of a channel.
+func NodeID(channel, bundle string) string { return channel + "/" + bundle }
+
+// ForeignNodeID is the ID Build gives a bundle outside the catalog that an edge comes from.
+func ForeignNodeID(bundle string) string { return "foreign/" + bundle }
+
+// MarkNode records a node's mark.
+func (g *Package) MarkNode(id string, m Mark) {
+	if g.NodeMarks == nil {
+		g.NodeMarks = map[string]Mark{}
+	}
+	g.NodeMarks[id] = m
+}
+
+// MarkEdge records an edge's mark, adding the edge when the graph lacks it.
+func (g *Package) MarkEdge(e Edge, m Mark) {
+	if g.EdgeMarks == nil {
+		g.EdgeMarks = map[Edge]Mark{}
+	}
+	if !slices.Contains(g.Edges, e) {
+		g.Edges = append(g.Edges, e)
+	}
+	g.EdgeMarks[e] = m
+}
+
+// HasNode reports whether the graph draws a node.
+func (g *Package) HasNode(id string) bool {
+	for _, ch := range g.Channels {
+		for _, n := range ch.Nodes {
+			if n.ID == id {
+				return true
+			}
+		}
+	}
+	for _, n := range g.Foreign {
+		if n.ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Build computes the upgrade graph of every package in cfg. Bundles of community, when given,
@@ -96,9 +150,9 @@ func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, version
 	}
 	nodeID := func(bundle string) string {
 		if inChannel[bundle] {
-			return ch.Name + "/" + bundle
+			return NodeID(ch.Name, bundle)
 		}
-		id := "foreign/" + bundle
+		id := ForeignNodeID(bundle)
 		if _, ok := foreign[id]; !ok {
 			label := bundle
 			if v, ok := foreignVersions[bundle]; ok {
@@ -113,8 +167,8 @@ func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, version
 		if v, ok := versions[e.Name]; ok {
 			label = v.String()
 		}
-		c.Nodes = append(c.Nodes, Node{ID: ch.Name + "/" + e.Name, Label: label, Head: e.Name == head})
-		to := ch.Name + "/" + e.Name
+		to := NodeID(ch.Name, e.Name)
+		c.Nodes = append(c.Nodes, Node{ID: to, Label: label, Head: e.Name == head})
 		// Every edge the entry declares is drawn, a bundle both skipped and in the skipRange
 		// twice, so that the picture shows the catalog as written; only the replaced bundle is
 		// not drawn again for the range.

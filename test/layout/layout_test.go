@@ -172,11 +172,16 @@ func TestImportsGoOneWay(t *testing.T) {
 	}
 }
 
-// testingImporters are the only packages a release binary may link `testing` through:
-// operator-framework/api's bundle validators keep a test suite helper in a non-test file of
-// pkg/validation/internal, so any program that runs those validators links it.
+// testingImporters are the only packages a release binary may link `testing` through, each a
+// third-party package that keeps a test helper in a non-test file:
+//   - operator-framework/api's pkg/validation/internal, which the bundle validators use;
+//   - containerd's content/local (test_helper.go), which `catalog simulate` links through OLM's
+//     resolver package: its step resolver imports operator-registry's bundle unpacker.
 var testingImporters = map[string][]string{
-	"cmd/csi-olm":                     {"github.com/operator-framework/api/pkg/validation/internal"},
+	"cmd/csi-olm": {
+		"github.com/containerd/containerd/content/local",
+		"github.com/operator-framework/api/pkg/validation/internal",
+	},
 	"cmd/aws-efs-csi-driver-operator": nil,
 }
 

@@ -7,8 +7,8 @@ import "github.com/spf13/cobra"
 func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "catalog",
-		Short: "Generate, validate and draw file-based catalogs",
+		Short: "Generate, validate, draw, simulate and compare file-based catalogs",
 	}
-	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages())
+	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages(), newSimulate())
 	return cmd
 }

@@ -1,0 +1,254 @@
+package simulate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/catalog/graph"
+	"github.com/csi-olm/csi-olm/internal/kube"
+)
+
+// Formats the verb prints: a report, the paths as data, or the upgrade graph with the path marked.
+var Formats = []string{"text", "yaml", "json", "dot", "mermaid", "svg", "png"}
+
+// Simulate is the verb: it predicts OLM's path from one installed CSV, from every start the
+// catalog offers, or from every Subscription of a cluster.
+type Simulate struct {
+	// Catalog is the catalog directory the Subscription's source serves.
+	Catalog string
+	// InstalledFrom is the directory of the catalog the installed CSV came from, when another:
+	// the community -> certified source switch.
+	InstalledFrom string
+	Start         Start
+	// All simulates every start: each bundle of each channel of Catalog, and with InstalledFrom
+	// each of its bundles whose package Catalog carries, in the channel it is in.
+	All bool
+	// FromCluster reads the starts from the cluster's Subscriptions and installed CSVs.
+	FromCluster bool
+	Cluster     kube.ClusterOptions
+	Output      string
+	// Dot is the Graphviz binary, for svg and png.
+	Dot string
+	Out io.Writer
+}
+
+// Run simulates and prints.
+func (a *Simulate) Run(ctx context.Context) error {
+	if !contains(Formats, a.Output) {
+		return fmt.Errorf("unknown output %q: use %s", a.Output, strings.Join(Formats, ", "))
+	}
+	modes := 0
+	for _, on := range []bool{a.Start.CSV != "", a.All, a.FromCluster} {
+		if on {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return fmt.Errorf("say where to start with exactly one of --installed CSV, --all or --from-cluster")
+	}
+	target := catalogName(a.Catalog)
+	catalogs := []Catalog{{Name: target, Dir: a.Catalog}}
+	from := ""
+	if a.InstalledFrom != "" {
+		from = catalogName(a.InstalledFrom)
+		if from == target {
+			from += "-installed"
+		}
+		catalogs = append(catalogs, Catalog{Name: from, Dir: a.InstalledFrom})
+	}
+	for i := range catalogs {
+		if _, err := os.Stat(catalogs[i].Dir); err != nil {
+			return fmt.Errorf("reading catalog: %w", err)
+		}
+		catalogs[i].FS = os.DirFS(catalogs[i].Dir)
+	}
+	sim, err := New(ctx, catalogs...)
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+
+	var starts []Start
+	switch {
+	case a.FromCluster:
+		if starts, err = clusterStarts(ctx, &a.Cluster, sim.catalogs[target]); err != nil {
+			return err
+		}
+	case a.All:
+		if from != "" {
+			starts = sim.startsFrom(from, target)
+		} else {
+			starts = sim.Starts(target)
+		}
+	default:
+		st := a.Start
+		st.InstalledFrom = from
+		starts = []Start{st}
+	}
+	var paths []*Path
+	for _, st := range starts {
+		p, err := sim.Simulate(ctx, target, st)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, p)
+	}
+	return a.print(ctx, sim, paths)
+}
+
+func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) error {
+	switch a.Output {
+	case "text":
+		_, err := io.WriteString(a.Out, Text(paths))
+		return err
+	case "yaml":
+		out, err := yaml.Marshal(map[string]any{"paths": paths})
+		if err != nil {
+			return err
+		}
+		_, err = a.Out.Write(out)
+		return err
+	case "json":
+		enc := json.NewEncoder(a.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"paths": paths})
+	}
+	if len(paths) != 1 {
+		return fmt.Errorf("a picture shows one path and there are %d: start from one CSV with --installed", len(paths))
+	}
+	g, err := sim.Picture(paths[0])
+	if err != nil {
+		return err
+	}
+	out, err := graph.Render(ctx, *g, a.Output, a.Dot)
+	if err != nil {
+		return err
+	}
+	_, err = a.Out.Write(out)
+	return err
+}
+
+// catalogName is the CatalogSource name a catalog directory is served as: its base name.
+func catalogName(dir string) string {
+	return filepath.Base(filepath.Clean(dir))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// startsFrom lists the bundles of catalog from whose package target carries, each as installed
+// from its channel, subscribed to the same channel in target: what a source switch starts from.
+func (s *Simulator) startsFrom(from, target string) []Start {
+	var out []Start
+	for _, st := range s.Starts(from) {
+		if s.catalogs[target].pkg(st.Package) != nil && s.catalogs[target].channel(st.Package, st.Channel) != nil {
+			st.InstalledFrom = from
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// Text renders paths for people: each step with its edge, the candidates passed over and why,
+// and where OLM stops.
+func Text(paths []*Path) string {
+	var b strings.Builder
+	for i, p := range paths {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		title := fmt.Sprintf("%s: package %s, channel %s (head %s)", p.Catalog, p.Package, p.Channel, p.Head)
+		if p.Subscription != "" {
+			title = "Subscription " + p.Subscription + " -> " + title
+		}
+		b.WriteString(title + "\n")
+		fmt.Fprintf(&b, "  installed  %s (%s, from %s)\n", p.Start.Name, p.Start.Version, p.Start.Catalog)
+		shown := map[string]bool{}
+		for n, st := range p.Steps {
+			edge := string(st.Edge)
+			if st.SkipRange != "" {
+				edge += " " + st.SkipRange
+			}
+			if len(st.Edges) > 1 {
+				edge += fmt.Sprintf(" (also %s)", joinKinds(st.Edges[1:]))
+			}
+			fmt.Fprintf(&b, "  %d. %s (%s) by %s\n", n+1, st.To, st.Version, edge)
+			for _, c := range st.Passed {
+				fmt.Fprintf(&b, "       not %s (%s, %s): %s\n", c.Bundle, c.Version, c.Edge, c.Why)
+			}
+			// A package's deprecation applies to every step: it is said once.
+			for _, d := range st.Deprecations {
+				if !shown[d] {
+					shown[d] = true
+					fmt.Fprintf(&b, "       deprecated: %s\n", d)
+				}
+			}
+		}
+		if p.Stranded == "" {
+			fmt.Fprintf(&b, "  OLM settles on %s, the channel head.\n", p.End)
+		} else {
+			fmt.Fprintf(&b, "  OLM stops at %s, short of the head %s: %s.\n", p.End, p.Head, p.Stranded)
+		}
+	}
+	return b.String()
+}
+
+func joinKinds[K ~string](kinds []K) string {
+	s := make([]string, len(kinds))
+	for i, k := range kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Picture is the package's upgrade graph in the path's catalog, with the path marked: the
+// installed CSV, and each step's edge numbered.
+func (s *Simulator) Picture(p *Path) (*graph.Package, error) {
+	tc := s.catalogs[p.Catalog]
+	foreign := p.Start.Catalog != p.Catalog
+	var from *declcfg.DeclarativeConfig
+	if fc := s.catalogs[p.Start.Catalog]; foreign && fc != nil {
+		from = fc.cfg
+	}
+	var g *graph.Package
+	for _, pkg := range graph.Build(p.Catalog, tc.cfg, from) {
+		if pkg.Name == p.Package {
+			g = &pkg
+		}
+	}
+	if g == nil {
+		return nil, fmt.Errorf("package %q is not in catalog %s", p.Package, tc.Dir)
+	}
+	const color = "#1f6feb"
+	id := func(bundle string) string {
+		if n := graph.NodeID(p.Channel, bundle); g.HasNode(n) && !(foreign && bundle == p.Start.Name) {
+			return n
+		}
+		n := graph.ForeignNodeID(bundle)
+		if !g.HasNode(n) {
+			g.Foreign = append(g.Foreign, graph.Node{ID: n, Label: bundle, Foreign: true})
+		}
+		return n
+	}
+	g.MarkNode(id(p.Start.Name), graph.Mark{Color: color, Note: "installed"})
+	for n, st := range p.Steps {
+		note := fmt.Sprintf("step %d", n+1)
+		g.MarkNode(id(st.To), graph.Mark{Color: color, Note: note})
+		g.MarkEdge(graph.Edge{From: id(st.From), To: id(st.To), Kind: st.Edge}, graph.Mark{Color: color, Note: note})
+	}
+	return g, nil
+}

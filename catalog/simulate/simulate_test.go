@@ -1,0 +1,167 @@
+package simulate_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/internal/upgrade"
+	"github.com/csi-olm/csi-olm/test/synthcatalog"
+)
+
+func dirCatalog(name, dir string) simulate.Catalog {
+	return simulate.Catalog{Name: name, Dir: dir, FS: os.DirFS(dir)}
+}
+
+func newSimulator(t *testing.T, catalogs ...simulate.Catalog) *simulate.Simulator {
+	t.Helper()
+	s, err := simulate.New(context.Background(), catalogs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func synthetic(t *testing.T) simulate.Catalog {
+	t.Helper()
+	dir := t.TempDir()
+	if err := synthcatalog.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	return dirCatalog("synthetic", dir)
+}
+
+// route is a path as "v1 -replaces-> v2 -skipRange-> v3", the bundles shortened to their versions.
+func route(p *simulate.Path) string {
+	short := func(name string) string { return name[strings.LastIndex(name, ".v")+2:] }
+	out := short(p.Start.Name)
+	for _, s := range p.Steps {
+		out += " -" + string(s.Edge) + "-> " + short(s.To)
+	}
+	return out
+}
+
+// The expected routes follow OLM's rules as the package doc states them; TestSimulateMatchesOLM
+// in test/e2e checks the same starts against OLM itself.
+func TestSimulate(t *testing.T) {
+	certified, community := dirCatalog("certified", "../certified"), dirCatalog("community", "../community")
+	syn := synthetic(t)
+	s := newSimulator(t, certified, community, syn)
+	ebs, efs, manila := "aws-ebs-csi-driver-operator", "aws-efs-operator", "manila-csi-driver-operator"
+	for _, tc := range []struct {
+		catalog  string
+		start    simulate.Start
+		route    string
+		stranded string
+		passed   []string
+	}{
+		{catalog: "community", start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, route: "0.0.6 -replaces-> 0.0.7 -replaces-> 0.0.8"},
+		{catalog: "community", start: simulate.Start{CSV: "aws-efs-operator.v0.0.8"}, route: "0.0.8"},
+		// The source switch: every community version goes straight to the certified head.
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "community"}, route: "0.0.6 -skipRange-> 4.11.0",
+			passed: []string{"aws-efs-csi-driver-operator.v4.10.0: further from the head"}},
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.8", InstalledFrom: "community"}, route: "0.0.8 -skipRange-> 4.11.0",
+			passed: []string{"aws-efs-csi-driver-operator.v4.10.0: further from the head"}},
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0", Package: efs}, route: "4.10.0 -replaces-> 4.11.0"},
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.9.0", Channel: "preview"}, route: "4.9.0"},
+		{catalog: "certified", start: simulate.Start{CSV: "aws-ebs-csi-driver-operator.v4.5.0", Package: ebs}, route: "4.5.0"},
+		{catalog: "certified", start: simulate.Start{CSV: "manila-csi-driver-operator.v4.5.0", Package: manila}, route: "4.5.0"},
+
+		// skipRange overlapping replaces: the candidate nearest the head wins, whatever the field.
+		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skiprange-overlap.v1.0.0"}, route: "1.0.0 -skipRange-> 1.2.0 -replaces-> 1.3.0",
+			passed: []string{"synthetic-skiprange-overlap.v1.1.0: further from the head"}},
+		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skiprange-overlap.v1.1.0"}, route: "1.1.0 -skipRange-> 1.3.0",
+			passed: []string{"synthetic-skiprange-overlap.v1.2.0: further from the head"}},
+		// A skipped bundle is never an upgrade target, though it replaces the installed one.
+		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skipped-middle.v1.0.0"}, route: "1.0.0 -replaces-> 1.2.0 -replaces-> 1.3.0",
+			passed: []string{"synthetic-skipped-middle.v1.1.0: skipped by synthetic-skipped-middle.v1.2.0"}},
+		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skipped-middle.v1.1.0"}, route: "1.1.0 -skips-> 1.2.0 -replaces-> 1.3.0"},
+		// Two channels with the same bundles: the channel decides where the path goes.
+		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-shared-channels.v1.0.0"}, route: "1.0.0 -replaces-> 1.1.0"},
+		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-shared-channels.v1.0.0", Channel: "fast"}, route: "1.0.0 -skipRange-> 2.0.0",
+			passed: []string{"synthetic-shared-channels.v1.1.0: further from the head"}},
+		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-shared-channels.v1.1.0", Channel: "fast"}, route: "1.1.0 -skipRange-> 2.0.0",
+			passed: []string{"synthetic-shared-channels.v1.2.0: further from the head"}},
+	} {
+		t.Run(tc.catalog+"/"+tc.start.CSV+"/"+tc.start.Channel, func(t *testing.T) {
+			p, err := s.Simulate(context.Background(), tc.catalog, tc.start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := route(p); got != tc.route {
+				t.Errorf("route %q, want %q", got, tc.route)
+			}
+			if !strings.Contains(p.Stranded, tc.stranded) || (tc.stranded == "") != (p.Stranded == "") {
+				t.Errorf("stranded %q, want %q", p.Stranded, tc.stranded)
+			}
+			var passed []string
+			for _, st := range p.Steps {
+				for _, c := range st.Passed {
+					passed = append(passed, c.Bundle+": "+c.Why)
+				}
+			}
+			if len(passed) != len(tc.passed) {
+				t.Fatalf("passed over %q, want %q", passed, tc.passed)
+			}
+			for i := range passed {
+				if !strings.HasPrefix(passed[i], tc.passed[i]) {
+					t.Errorf("passed over %q, want %q", passed[i], tc.passed[i])
+				}
+			}
+		})
+	}
+}
+
+func TestSimulateReportsDeprecations(t *testing.T) {
+	s := newSimulator(t, dirCatalog("community", "../community"), synthetic(t))
+	p, err := s.Simulate(context.Background(), "community", simulate.Start{CSV: "aws-efs-operator.v0.0.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Steps) != 1 || len(p.Steps[0].Deprecations) != 1 || !strings.HasPrefix(p.Steps[0].Deprecations[0], "olm.package/aws-efs-operator: The community aws-efs-operator is deprecated") {
+		t.Errorf("steps %+v: want the package's deprecation on the step to 0.0.8", p.Steps)
+	}
+	// A deprecated channel still upgrades: OLM only reports it.
+	p, err = s.Simulate(context.Background(), "synthetic", simulate.Start{CSV: "synthetic-shared-channels.v1.0.0", Channel: "stable"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Steps) != 1 || p.Steps[0].Edge != upgrade.Replaces || len(p.Steps[0].Deprecations) != 1 || !strings.Contains(p.Steps[0].Deprecations[0], "subscribe to fast") {
+		t.Errorf("steps %+v: want the upgrade to 1.1.0 with the channel's deprecation", p.Steps)
+	}
+}
+
+func TestSimulateRefusesBadStarts(t *testing.T) {
+	s := newSimulator(t, dirCatalog("certified", "../certified"), dirCatalog("community", "../community"))
+	for _, tc := range []struct {
+		target string
+		start  simulate.Start
+		want   string
+	}{
+		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified: name the catalog it was installed from (--installed-from)`},
+		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "nowhere"}, `no catalog named "nowhere"`},
+		{"certified", simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0", Channel: "fast"}, `package "aws-efs-operator" of catalog ../certified has no channel "fast" (channels: preview, stable)`},
+		{"certified", simulate.Start{CSV: "x.v1", Package: "absent"}, `package "absent" is not in catalog ../certified`},
+		{"elsewhere", simulate.Start{CSV: "x.v1"}, `no catalog named "elsewhere"`},
+	} {
+		_, err := s.Simulate(context.Background(), tc.target, tc.start)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("%+v: error %v, want %q", tc.start, err, tc.want)
+		}
+	}
+}
+
+func TestSimulateRefusesBrokenCatalog(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte("schema: olm.package\nname: [broken\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := simulate.New(context.Background(), dirCatalog("broken", dir))
+	if err == nil || !strings.Contains(err.Error(), "cannot simulate "+dir) || !strings.Contains(err.Error(), "catalog.yaml") {
+		t.Fatalf("error %v: want one naming the catalog and its file", err)
+	}
+}

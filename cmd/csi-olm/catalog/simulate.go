@@ -1,0 +1,56 @@
+package catalog
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/catalog/simulate"
+)
+
+func newSimulate() *cobra.Command {
+	a := &simulate.Simulate{}
+	cmd := &cobra.Command{
+		Use:   "simulate <catalog-dir>",
+		Short: "Predict, offline, the bundles OLM installs from an installed CSV up to the channel head",
+		Long: `Runs OLM's own resolver (operator-lifecycle-manager v0.46.0) against the catalog, served in
+this process by operator-registry as ` + "`opm serve`" + ` serves it, and prints each bundle OLM installs
+from a start up to where it stops: the edge each step takes (replaces, skips or skipRange), every
+other candidate and why OLM passed it over (skipped bundles are never upgrade targets; the
+candidate nearest the channel head wins), the deprecations OLM will report, and why OLM stops
+short of the head when it does.
+
+Where to start, one of:
+  --installed CSV   a CSV as installed by a Subscription to --channel (default: the package's
+                    default channel); --installed-from names the catalog it came from when it is
+                    not <catalog-dir>, as after a community -> certified source switch
+  --all             every bundle of every channel of <catalog-dir>; with --installed-from, every
+                    bundle of that catalog whose package and channel <catalog-dir> has
+  --from-cluster    every Subscription of the cluster (--kubeconfig) whose package the catalog
+                    has, from the CSV it installed, as if its source served <catalog-dir>
+
+Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, mermaid, svg, png
+(svg and png through Graphviz's dot).`,
+		Example: `  csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community
+  csi-olm catalog simulate catalog/community --all -o yaml
+  csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community -o svg > path.svg
+  csi-olm catalog simulate catalog/certified --from-cluster --kubeconfig ~/.kube/config`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.Catalog = args[0]
+			a.Out = cmd.OutOrStdout()
+			return a.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&a.Start.CSV, "installed", "", "the installed CSV to start from")
+	f.StringVar(&a.Start.Package, "package", "", "the Subscription's package (default: the installed CSV's)")
+	f.StringVar(&a.Start.Channel, "channel", "", "the Subscription's channel (default: the package's default channel)")
+	f.StringVar(&a.InstalledFrom, "installed-from", "", "catalog directory the installed CSV came from, when not <catalog-dir>")
+	f.BoolVar(&a.All, "all", false, "simulate every start the catalog offers")
+	f.BoolVar(&a.FromCluster, "from-cluster", false, "start from the cluster's Subscriptions and installed CSVs")
+	f.StringVar(&a.Cluster.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, for --from-cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	f.StringVarP(&a.Output, "output", "o", "text", "output: "+strings.Join(simulate.Formats, ", "))
+	f.StringVar(&a.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
+	return cmd
+}

@@ -1,0 +1,191 @@
+// Package synthcatalog writes a file-based catalog of small packages whose upgrade graphs are the
+// tricky ones: a skipRange overlapping replaces, a skipped bundle in the middle of a channel, and
+// two channels sharing bundles. Its bundles embed a minimal CSV that real OLM installs (one
+// Deployment, no APIs, so several can be installed side by side), so the same catalog serves the
+// offline tests of `catalog simulate` and the cross-check against OLM on the test bed.
+package synthcatalog
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/blang/semver/v4"
+	"github.com/operator-framework/api/pkg/lib/version"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Entry is a channel entry by version; the bundle is <package>.v<version>.
+type Entry struct {
+	Version   string
+	Replaces  string
+	Skips     []string
+	SkipRange string
+}
+
+// Package is one tricky graph.
+type Package struct {
+	Name           string
+	DefaultChannel string
+	Channels       map[string][]Entry
+	// ChannelDeprecations are olm.deprecations notices by channel.
+	ChannelDeprecations map[string]string
+}
+
+// Packages are the synthetic catalog's packages.
+var Packages = []Package{
+	{
+		// 1.2.0 and 1.3.0 both reach back past the bundle they replace: from 1.0.0 OLM has
+		// 1.1.0 (replaces) and 1.2.0 (skipRange) to choose from.
+		Name: "synthetic-skiprange-overlap", DefaultChannel: "stable",
+		Channels: map[string][]Entry{"stable": {
+			{Version: "1.0.0"},
+			{Version: "1.1.0", Replaces: "1.0.0"},
+			{Version: "1.2.0", Replaces: "1.1.0", SkipRange: ">=1.0.0 <1.2.0"},
+			{Version: "1.3.0", Replaces: "1.2.0", SkipRange: ">=1.1.0 <1.3.0"},
+		}},
+	},
+	{
+		// 1.1.0 was pulled: 1.2.0 skips it and replaces 1.0.0 in its stead. 1.1.0 still
+		// replaces 1.0.0, which makes it a candidate from 1.0.0 that OLM must pass over.
+		Name: "synthetic-skipped-middle", DefaultChannel: "stable",
+		Channels: map[string][]Entry{"stable": {
+			{Version: "1.0.0"},
+			{Version: "1.1.0", Replaces: "1.0.0"},
+			{Version: "1.2.0", Replaces: "1.0.0", Skips: []string{"1.1.0"}},
+			{Version: "1.3.0", Replaces: "1.2.0"},
+		}},
+	},
+	{
+		// fast carries stable's bundles and more; stable is deprecated in favour of fast.
+		Name: "synthetic-shared-channels", DefaultChannel: "stable",
+		Channels: map[string][]Entry{
+			"stable": {
+				{Version: "1.0.0"},
+				{Version: "1.1.0", Replaces: "1.0.0"},
+			},
+			"fast": {
+				{Version: "1.0.0"},
+				{Version: "1.1.0", Replaces: "1.0.0"},
+				{Version: "1.2.0", Replaces: "1.1.0"},
+				{Version: "2.0.0", Replaces: "1.2.0", SkipRange: ">=1.0.0 <2.0.0"},
+			},
+		},
+		ChannelDeprecations: map[string]string{"stable": "stable gets no more updates: subscribe to fast."},
+	},
+}
+
+// BundleName is the CSV name of a package's version.
+func BundleName(pkg, version string) string { return pkg + ".v" + version }
+
+// Config builds the catalog.
+func Config() (*declcfg.DeclarativeConfig, error) {
+	cfg := &declcfg.DeclarativeConfig{}
+	for _, p := range Packages {
+		cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: p.Name, DefaultChannel: p.DefaultChannel})
+		versions := map[string]bool{}
+		for _, name := range sortedKeys(p.Channels) {
+			ch := declcfg.Channel{Schema: declcfg.SchemaChannel, Package: p.Name, Name: name}
+			for _, e := range p.Channels[name] {
+				ce := declcfg.ChannelEntry{Name: BundleName(p.Name, e.Version), SkipRange: e.SkipRange}
+				if e.Replaces != "" {
+					ce.Replaces = BundleName(p.Name, e.Replaces)
+				}
+				for _, s := range e.Skips {
+					ce.Skips = append(ce.Skips, BundleName(p.Name, s))
+				}
+				ch.Entries = append(ch.Entries, ce)
+				versions[e.Version] = true
+			}
+			cfg.Channels = append(cfg.Channels, ch)
+		}
+		for _, v := range sortedKeys(versions) {
+			b, err := bundle(p.Name, v)
+			if err != nil {
+				return nil, err
+			}
+			cfg.Bundles = append(cfg.Bundles, *b)
+		}
+		if len(p.ChannelDeprecations) > 0 {
+			d := declcfg.Deprecation{Schema: declcfg.SchemaDeprecation, Package: p.Name}
+			for _, ch := range sortedKeys(p.ChannelDeprecations) {
+				d.Entries = append(d.Entries, declcfg.DeprecationEntry{
+					Reference: declcfg.PackageScopedReference{Schema: declcfg.SchemaChannel, Name: ch},
+					Message:   p.ChannelDeprecations[ch],
+				})
+			}
+			cfg.Deprecations = append(cfg.Deprecations, d)
+		}
+	}
+	return cfg, nil
+}
+
+// Write writes the catalog into dir as opm lays catalogs out (<package>/catalog.json).
+func Write(dir string) error {
+	cfg, err := Config()
+	if err != nil {
+		return err
+	}
+	return declcfg.WriteFS(*cfg, dir, declcfg.WriteJSON, ".json")
+}
+
+// bundle is an offline bundle (no image) embedding the CSV, as `csi-olm catalog generate` writes
+// the project's.
+func bundle(pkg, v string) (*declcfg.Bundle, error) {
+	sv, err := semver.Parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("version %q of %s: %w", v, pkg, err)
+	}
+	name := BundleName(pkg, v)
+	labels := map[string]string{"app": pkg}
+	deployment := appsv1.DeploymentSpec{
+		Replicas: ptr.To[int32](1),
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "operator", Image: "registry.invalid/" + pkg + ":v" + v,
+			}}},
+		},
+	}
+	csv := operatorsv1alpha1.ClusterServiceVersion{
+		TypeMeta:   metav1.TypeMeta{APIVersion: operatorsv1alpha1.SchemeGroupVersion.String(), Kind: operatorsv1alpha1.ClusterServiceVersionKind},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: operatorsv1alpha1.ClusterServiceVersionSpec{
+			DisplayName: strings.TrimPrefix(pkg, "synthetic-"),
+			Version:     version.OperatorVersion{Version: sv},
+			InstallModes: []operatorsv1alpha1.InstallMode{
+				{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeSingleNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeMultiNamespace, Supported: false},
+				{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: true},
+			},
+			InstallStrategy: operatorsv1alpha1.NamedInstallStrategy{
+				StrategyName: operatorsv1alpha1.InstallStrategyNameDeployment,
+				StrategySpec: operatorsv1alpha1.StrategyDetailsDeployment{
+					DeploymentSpecs: []operatorsv1alpha1.StrategyDeploymentSpec{{Name: pkg, Spec: deployment}},
+				},
+			},
+		},
+	}
+	raw, err := json.Marshal(csv)
+	if err != nil {
+		return nil, err
+	}
+	return &declcfg.Bundle{
+		Schema: declcfg.SchemaBundle, Name: name, Package: pkg,
+		Properties: []property.Property{property.MustBuildPackage(pkg, v), property.MustBuildBundleObject(raw)},
+		CsvJSON:    string(raw), Objects: []string{string(raw)},
+	}, nil
+}
+
+// sortedKeys orders versions and channel names; here they sort the same lexically and by semver.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
