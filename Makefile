@@ -187,10 +187,16 @@ $(GENERATED_STAMP): $(API_SOURCES)
 ##@ Checks
 
 .PHONY: verify
-verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go mod tidy; fail on any diff
+COMMITTED := $(BIN)/committed
+
+verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go mod tidy; fail on any diff or on a catalog change that strands installed users
 	$(GO) mod tidy
 	cd hack/tools/kube && $(GO) mod tidy
+	rm -rf $(COMMITTED) && mkdir -p $(COMMITTED)
+	git archive HEAD catalog/community catalog/certified | tar -x -C $(COMMITTED)
 	$(MAKE) generate catalog
+	$(CSI_OLM) catalog diff --breaking $(COMMITTED)/catalog/community catalog/community
+	$(CSI_OLM) catalog diff --breaking $(COMMITTED)/catalog/certified catalog/certified
 	hack/check-tracked-files.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi

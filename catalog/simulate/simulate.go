@@ -494,3 +494,11 @@ func (c *loaded) rule(ch *declcfg.Channel, bundle string) upgrade.Rule {
 	}
 	return upgrade.Rule{}
 }
+
+// Config is a served catalog's content, nil for a name not served.
+func (s *Simulator) Config(catalog string) *declcfg.DeclarativeConfig {
+	if c := s.catalogs[catalog]; c != nil {
+		return c.cfg
+	}
+	return nil
+}

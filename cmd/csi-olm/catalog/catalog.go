@@ -9,6 +9,6 @@ func NewCommand() *cobra.Command {
 		Use:   "catalog",
 		Short: "Generate, validate, draw, simulate and compare file-based catalogs",
 	}
-	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages(), newSimulate())
+	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages(), newSimulate(), newDiff())
 	return cmd
 }

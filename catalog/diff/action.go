@@ -1,0 +1,132 @@
+package diff
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/csi-olm/csi-olm/catalog/graph"
+	"github.com/csi-olm/csi-olm/catalog/simulate"
+)
+
+// Formats the verb prints: a report, the changes as data, or a package's graph with the changes
+// marked.
+var Formats = []string{"text", "json", "dot", "mermaid", "svg", "png"}
+
+// Diff is the verb.
+type Diff struct {
+	Old, New string
+	// Breaking reports only the changes that strand users, and fails when there is one.
+	Breaking bool
+	Output   string
+	// Package is the package a picture shows; empty takes the only one that changed.
+	Package string
+	Dot     string
+	Out     io.Writer
+}
+
+// Run compares the catalogs and prints the changes.
+func (d *Diff) Run(ctx context.Context) error {
+	if !slices.Contains(Formats, d.Output) {
+		return fmt.Errorf("unknown output %q: use %s", d.Output, strings.Join(Formats, ", "))
+	}
+	var catalogs []simulate.Catalog
+	for _, c := range []struct{ name, dir string }{{"old", d.Old}, {"new", d.New}} {
+		if _, err := os.Stat(c.dir); err != nil {
+			return fmt.Errorf("reading %s catalog: %w", c.name, err)
+		}
+		catalogs = append(catalogs, simulate.Catalog{Name: c.name, Dir: c.dir, FS: os.DirFS(c.dir)})
+	}
+	sim, err := simulate.New(ctx, catalogs...)
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
+	report, err := Compare(ctx, d.Old, d.New, sim.Config("old"), sim.Config("new"), sim)
+	if err != nil {
+		return err
+	}
+	if d.Breaking {
+		report.Changes = report.Breaking()
+	}
+	switch d.Output {
+	case "text":
+		_, err = io.WriteString(d.Out, Text(report, d.Breaking))
+	case "json":
+		enc := json.NewEncoder(d.Out)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(report)
+	default:
+		err = d.picture(ctx, report, sim)
+	}
+	if err != nil {
+		return err
+	}
+	if n := len(report.Breaking()); d.Breaking && n > 0 {
+		return fmt.Errorf("%d breaking change(s) from %s to %s", n, d.Old, d.New)
+	}
+	return nil
+}
+
+func (d *Diff) picture(ctx context.Context, report *Report, sim *simulate.Simulator) error {
+	pkg := d.Package
+	if pkg == "" {
+		var changed []string
+		for _, c := range report.Changes {
+			if !slices.Contains(changed, c.Package) {
+				changed = append(changed, c.Package)
+			}
+		}
+		if len(changed) != 1 {
+			return fmt.Errorf("a picture shows one package and %d changed (%s): name one with --package", len(changed), strings.Join(changed, ", "))
+		}
+		pkg = changed[0]
+	}
+	g, err := Picture(pkg, sim.Config("old"), sim.Config("new"))
+	if err != nil {
+		return err
+	}
+	out, err := graph.Render(ctx, *g, d.Output, d.Dot)
+	if err != nil {
+		return err
+	}
+	_, err = d.Out.Write(out)
+	return err
+}
+
+// Text renders the report for people: + added, - removed, ~ changed, ! breaking.
+func Text(r *Report, breakingOnly bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s -> %s\n", r.Old, r.New)
+	if len(r.Changes) == 0 {
+		if breakingOnly {
+			b.WriteString("no breaking changes\n")
+		} else {
+			b.WriteString("no changes\n")
+		}
+		return b.String()
+	}
+	pkg := ""
+	for _, c := range r.Changes {
+		if c.Package != pkg {
+			pkg = c.Package
+			fmt.Fprintf(&b, "package %s\n", pkg)
+		}
+		sign := "~"
+		switch {
+		case c.Breaking:
+			sign = "!"
+		case strings.HasSuffix(string(c.Kind), "-added"):
+			sign = "+"
+		case strings.HasSuffix(string(c.Kind), "-removed"):
+			sign = "-"
+		}
+		fmt.Fprintf(&b, "  %s %s\n", sign, c.Message)
+	}
+	fmt.Fprintf(&b, "%d change(s), %d breaking\n", len(r.Changes), len(r.Breaking()))
+	return b.String()
+}

@@ -1,0 +1,46 @@
+package catalog
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/csi-olm/csi-olm/catalog/diff"
+)
+
+func newDiff() *cobra.Command {
+	d := &diff.Diff{}
+	cmd := &cobra.Command{
+		Use:   "diff <old-catalog-dir> <new-catalog-dir>",
+		Short: "What changed between two catalogs, and which changes strand installed users",
+		Long: `Compares two file-based catalogs: packages, channels, bundles and upgrade edges added or
+removed, channel heads moved, default channels changed, deprecations added or removed.
+
+A change is breaking (!) when it strands a user of the old catalog: a package or channel
+removed (renames included: Subscriptions name their channel), a default channel that no longer
+exists, a channel head moved to a lower version, or a bundle of the old catalog from which OLM
+cannot reach the new channel head, whether it was removed or lost its edges. The last is not
+guessed from the edges: each old bundle is installed, and OLM's own resolver is asked for the
+path through the new catalog, as ` + "`csi-olm catalog simulate`" + ` does.
+
+--breaking prints only the breaking changes and exits non-zero when there is one.
+
+Output (-o): text, json, or a package's graph with the changes marked (added green, removed
+red and dashed): dot, mermaid, svg, png.`,
+		Example: `  csi-olm catalog diff old/catalog/certified catalog/certified
+  csi-olm catalog diff --breaking old/catalog/certified catalog/certified
+  csi-olm catalog diff old/catalog/certified catalog/certified -o svg --package aws-efs-operator > diff.svg`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d.Old, d.New = args[0], args[1]
+			d.Out = cmd.OutOrStdout()
+			return d.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&d.Breaking, "breaking", false, "report only changes that strand installed users; exit non-zero when there is one")
+	f.StringVarP(&d.Output, "output", "o", "text", "output: "+strings.Join(diff.Formats, ", "))
+	f.StringVar(&d.Package, "package", "", "package a picture shows (default: the only one that changed)")
+	f.StringVar(&d.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
+	return cmd
+}
