@@ -35,6 +35,8 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 	rm -rf catalog/graphs
 	$(CSI_OLM) catalog graph catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
+	$(CSI_OLM) catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community -o svg > catalog/graphs/simulate.svg.tmp
+	mv catalog/graphs/simulate.svg.tmp catalog/graphs/simulate-aws-efs-operator.v0.0.6.svg
 
 # The tools the tests take from the environment (test/testutil): what catalog images carry, and
 # the checker of the drivers' external-storage test manifests.

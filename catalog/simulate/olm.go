@@ -3,6 +3,8 @@ package simulate
 import (
 	"context"
 	"io"
+	"slices"
+	"sync"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	v1alpha1listers "github.com/operator-framework/operator-lifecycle-manager/pkg/api/client/listers/operators/v1alpha1"
@@ -41,12 +43,23 @@ func (r registryClients) ClientsForNamespaces(...string) map[olmregistry.Catalog
 // installedSource plays OLM's csvSource (source_csvs.go): the namespace's installed CSVs, under
 // the virtual "@existing" catalog key. Its snapshot is never reused (cache.ValidOnce), so each
 // resolution sees the CSV the previous step installed.
+// The cache takes snapshots in goroutines of its own, some after the lookup that asked for them
+// has returned, hence the lock.
 type installedSource struct {
+	mu      sync.Mutex
 	entries []*cache.Entry
 }
 
+func (s *installedSource) set(entries ...*cache.Entry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.entries = entries
+}
+
 func (s *installedSource) Snapshot(context.Context) (*cache.Snapshot, error) {
-	return &cache.Snapshot{Entries: s.entries, Valid: cache.ValidOnce()}, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &cache.Snapshot{Entries: slices.Clone(s.entries), Valid: cache.ValidOnce()}, nil
 }
 
 type sources struct {
@@ -101,7 +114,7 @@ func (r *olmResolver) find(catalog string, p ...cache.Predicate) []*cache.Entry 
 // next asks OLM which bundle it installs for sub, with installed as the namespace's only CSV.
 // It returns nil when OLM keeps what is installed.
 func (r *olmResolver) next(sub *operatorsv1alpha1.Subscription, installed *cache.Entry) (*cache.Entry, error) {
-	r.installed.entries = []*cache.Entry{installed}
+	r.installed.set(installed)
 	ops, err := r.resolver.Resolve([]string{subscriptionNamespace, catalogNamespace}, []*operatorsv1alpha1.Subscription{sub})
 	if err != nil {
 		return nil, err

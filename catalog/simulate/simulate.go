@@ -27,6 +27,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/blang/semver/v4"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -112,8 +113,10 @@ type Passed struct {
 	Why     string       `json:"why"`
 }
 
-// Simulator holds the catalogs, served in-process, and OLM's resolver over them.
+// Simulator holds the catalogs, served in-process, and OLM's resolver over them. It is safe for
+// concurrent use: simulations take turns, as the resolver's installed CSV is one.
 type Simulator struct {
+	mu       sync.Mutex
 	olm      *olmResolver
 	catalogs map[string]*loaded
 	order    []string
@@ -203,6 +206,8 @@ func (s *Simulator) Starts(catalog string) []Start {
 
 // Simulate predicts the path OLM takes from start in catalog target.
 func (s *Simulator) Simulate(ctx context.Context, target string, start Start) (*Path, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	tc := s.catalogs[target]
 	if tc == nil {
 		return nil, fmt.Errorf("no catalog named %q", target)

@@ -2,6 +2,7 @@ package simulate_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,5 +164,36 @@ func TestSimulateRefusesBrokenCatalog(t *testing.T) {
 	_, err := simulate.New(context.Background(), dirCatalog("broken", dir))
 	if err == nil || !strings.Contains(err.Error(), "cannot simulate "+dir) || !strings.Contains(err.Error(), "catalog.yaml") {
 		t.Fatalf("error %v: want one naming the catalog and its file", err)
+	}
+}
+
+// The cross-check on the test bed asks from several goroutines at once.
+func TestSimulateConcurrently(t *testing.T) {
+	s := newSimulator(t, synthetic(t))
+	starts := s.Starts("synthetic")
+	want := map[string]string{}
+	for _, st := range starts {
+		p, err := s.Simulate(context.Background(), "synthetic", st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[st.Channel+"/"+st.CSV] = route(p)
+	}
+	errs := make(chan error, len(starts)*4)
+	for range 4 {
+		for _, st := range starts {
+			go func() {
+				p, err := s.Simulate(context.Background(), "synthetic", st)
+				if err == nil && route(p) != want[st.Channel+"/"+st.CSV] {
+					err = fmt.Errorf("%s/%s: route %q, alone %q", st.Channel, st.CSV, route(p), want[st.Channel+"/"+st.CSV])
+				}
+				errs <- err
+			}()
+		}
+	}
+	for range len(starts) * 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -1,0 +1,70 @@
+package badinput_test
+
+import (
+	"bytes"
+	"context"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/catalog/diff"
+	"github.com/csi-olm/csi-olm/catalog/simulate"
+)
+
+// TestCatalogCorpusThroughSimulateAndDiff feeds every catalog case to `catalog simulate --all`
+// and to `catalog diff` from the shipped certified catalog. They read a catalog as OLM's registry
+// does, so a catalog that only breaks `catalog validate`'s graph rules may pass; what every case
+// must do is not panic, leave its input as it was, and, when refused, be refused with the
+// input's path in the message.
+func TestCatalogCorpusThroughSimulateAndDiff(t *testing.T) {
+	shipped := filepath.Join(repoRoot, "catalog", "certified")
+	refused := 0
+	for _, name := range caseDirs(t, "catalog") {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join("catalog", name)
+			raw, err := os.ReadFile(filepath.Join(dir, "case.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c caseFile
+			if err := yaml.UnmarshalStrict(raw, &c); err != nil {
+				t.Fatal(err)
+			}
+			input := buildTree(t, dir, &c)
+			before := snapshot(t, input)
+			for verb, run := range map[string]func(context.Context, *bytes.Buffer) error{
+				"simulate --all": func(ctx context.Context, out *bytes.Buffer) error {
+					return (&simulate.Simulate{Catalog: input, All: true, Output: "text", Out: out}).Run(ctx)
+				},
+				"diff": func(ctx context.Context, out *bytes.Buffer) error {
+					return (&diff.Diff{Old: shipped, New: input, Output: "text", Out: out}).Run(ctx)
+				},
+			} {
+				var out bytes.Buffer
+				err := func() (err error) {
+					defer func() {
+						if r := recover(); r != nil {
+							t.Fatalf("%s panicked on %s: %v\n%s", verb, c.About, r, debug.Stack())
+						}
+					}()
+					return run(context.Background(), &out)
+				}()
+				if err != nil {
+					refused++
+					if !strings.Contains(err.Error(), input) {
+						t.Errorf("%s refused %s without naming the input %s: %v", verb, c.About, input, err)
+					}
+				}
+			}
+			if after := snapshot(t, input); !maps.Equal(before, after) {
+				t.Errorf("%s: a verb changed its input", c.About)
+			}
+		})
+	}
+	t.Logf("%d refusals", refused)
+}

@@ -1,0 +1,379 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/test/synthcatalog"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+const syntheticSource = "synthetic-operators"
+
+// settle is how long OLM must stay at a path's end, AtLatestKnown and installing nothing more,
+// before the path counts as ended: its catalog operator resolves again within a second of a
+// CSV succeeding.
+const settle = 5 * time.Second
+
+// checkTimeout bounds one start, install and upgrades and clean-up: about 20 s each on the test
+// bed.
+const checkTimeout = 3 * time.Minute
+
+// crossCheck is one start installed with real OLM: a Subscription with Automatic approval
+// starting at the CSV, and, for a community start, the switch of its source to the certified
+// catalog once OLM has settled.
+type crossCheck struct {
+	source string
+	start  simulate.Start
+	// switched is the community -> certified switch: the start is installed from source with
+	// Manual approval, then the Subscription's source becomes certified and approval Automatic.
+	switched bool
+	// ownNamespace installs into an OwnNamespace OperatorGroup: the synthetic bundles own no
+	// APIs and support it, so they run side by side. The project's operators are AllNamespaces
+	// only, so one runs at a time per package.
+	ownNamespace bool
+}
+
+func (c crossCheck) String() string {
+	s := fmt.Sprintf("%s/%s/%s@%s", c.source, c.start.Package, c.start.Channel, c.start.CSV)
+	if c.switched {
+		s += "->" + certifiedSource
+	}
+	return s
+}
+
+// TestSimulateMatchesOLM installs every start of the project's catalogs and of the synthetic
+// catalog, and every community version switched to the certified catalog, with real OLM; it
+// records every CSV OLM installs until it settles, and checks the record equals the path
+// `catalog simulate` predicts for that start.
+func TestSimulateMatchesOLM(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	f := startOLMFixture(ctx, t)
+	synDir := t.TempDir()
+	if err := synthcatalog.Write(synDir); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := f.stack.ServeCatalog(ctx, syntheticSource, synDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.stack.CreateCatalogSource(ctx, testbed.OLMNamespace, syntheticSource, addr); err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{
+		communitySource: filepath.Join("..", "..", "catalog", "community"),
+		certifiedSource: filepath.Join("..", "..", "catalog", "certified"),
+		syntheticSource: synDir,
+	}
+	var catalogs []simulate.Catalog
+	for name, dir := range dirs {
+		catalogs = append(catalogs, simulate.Catalog{Name: name, Dir: dir, FS: os.DirFS(dir)})
+	}
+	sim, err := simulate.New(ctx, catalogs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+
+	// Lanes run side by side; the checks of one lane one after the other.
+	lanes := map[string][]crossCheck{}
+	for _, source := range []string{communitySource, certifiedSource} {
+		for _, st := range sim.Starts(source) {
+			lanes[st.Package] = append(lanes[st.Package], crossCheck{source: source, start: st})
+			if source == communitySource {
+				lanes[st.Package] = append(lanes[st.Package], crossCheck{source: source, start: st, switched: true})
+			}
+		}
+	}
+	for _, st := range sim.Starts(syntheticSource) {
+		c := crossCheck{source: syntheticSource, start: st, ownNamespace: true}
+		lanes[c.String()] = []crossCheck{c}
+	}
+	watcher, err := client.NewWithWatch(f.stack.Config, client.Options{Scheme: f.stack.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, 4)
+		n     int
+		mu    sync.Mutex
+		ran   []string
+	)
+	for _, key := range sortedKeys(lanes) {
+		wg.Add(1)
+		go func(checks []crossCheck) {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			for _, c := range checks {
+				mu.Lock()
+				n++
+				ns := fmt.Sprintf("simulate-%d", n)
+				mu.Unlock()
+				began := time.Now()
+				// One start stuck must not hide the others: each gets its own deadline.
+				cctx, ccancel := context.WithTimeout(ctx, checkTimeout)
+				path, err := c.run(cctx, f, watcher, sim, ns)
+				ccancel()
+				if err != nil {
+					t.Errorf("%s (namespace %s): %v", c, ns, err)
+					continue
+				}
+				mu.Lock()
+				ran = append(ran, fmt.Sprintf("%s: %s (%.1f s)", c, strings.Join(path, " -> "), time.Since(began).Seconds()))
+				mu.Unlock()
+			}
+		}(lanes[key])
+	}
+	wg.Wait()
+	slices.Sort(ran)
+	t.Logf("OLM took the predicted path from %d starts:\n  %s", len(ran), strings.Join(ran, "\n  "))
+	if len(ran) == 0 {
+		t.Fatal("no start was checked")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// run installs the start in its own namespace, records the CSVs OLM creates there, and compares
+// them with the prediction; it removes what it installed before returning.
+func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithWatch, sim *simulate.Simulator, ns string) (want []string, err error) {
+	kc := f.stack.Client
+	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		return nil, err
+	}
+	og := &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: "og", Namespace: ns}}
+	if c.ownNamespace {
+		og.Spec.TargetNamespaces = []string{ns}
+	}
+	if err := kc.Create(ctx, og); err != nil {
+		return nil, err
+	}
+	defer func() {
+		// The check's deadline may have passed: the clean-up gets its own.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if cerr := c.cleanup(cctx, kc, ns); err == nil {
+			err = cerr
+		}
+	}()
+
+	if want, err = c.predict(ctx, sim); err != nil {
+		return nil, err
+	}
+	var csvs operatorsv1alpha1.ClusterServiceVersionList
+	w, err := watcher.Watch(ctx, &csvs, client.InNamespace(ns))
+	if err != nil {
+		return nil, err
+	}
+	defer w.Stop()
+	rec := &recorder{}
+	go rec.follow(w)
+
+	approval := operatorsv1alpha1.ApprovalAutomatic
+	if c.switched {
+		approval = operatorsv1alpha1.ApprovalManual
+	}
+	sub := &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: c.start.Package, Namespace: ns},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			Package: c.start.Package, Channel: c.start.Channel, StartingCSV: c.start.CSV,
+			CatalogSource: c.source, CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: approval,
+		},
+	}
+	if err := kc.Create(ctx, sub); err != nil {
+		return nil, err
+	}
+	if c.switched {
+		if err := switchFromStart(ctx, kc, ns, c.start); err != nil {
+			return nil, fmt.Errorf("installing the start before the switch: %w (recorded %v)", err, rec.names())
+		}
+	}
+	return want, waitForPath(ctx, kc, ns, c.start.Package, want, rec)
+}
+
+// predict is the path `catalog simulate` gives: the start, then each step's bundle.
+func (c crossCheck) predict(ctx context.Context, sim *simulate.Simulator) ([]string, error) {
+	target, start := c.source, c.start
+	if c.switched {
+		target, start.InstalledFrom = certifiedSource, c.source
+	}
+	p, err := sim.Simulate(ctx, target, start)
+	if err != nil {
+		return nil, err
+	}
+	want := []string{p.Start.Name}
+	for _, s := range p.Steps {
+		want = append(want, s.To)
+	}
+	return want, nil
+}
+
+// switchFromStart approves the install of the start alone, then switches the Subscription's
+// source to the certified catalog with Automatic approval, as an admin does (docs/architecture.md
+// #upgrades), and drops the community upgrade OLM had planned meanwhile.
+func switchFromStart(ctx context.Context, kc client.Client, ns string, start simulate.Start) error {
+	key := client.ObjectKey{Namespace: ns, Name: start.Package}
+	sub, err := testbed.WaitForSubscription(ctx, kc, ns, start.Package, "an InstallPlan", func(s *operatorsv1alpha1.Subscription) bool {
+		return s.Status.InstallPlanRef != nil
+	})
+	if err != nil {
+		return err
+	}
+	var plan operatorsv1alpha1.InstallPlan
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: sub.Status.InstallPlanRef.Name}, &plan); err != nil {
+		return err
+	}
+	if !slices.Equal(plan.Spec.ClusterServiceVersionNames, []string{start.CSV}) {
+		return fmt.Errorf("the first InstallPlan installs %v, not the start %s", plan.Spec.ClusterServiceVersionNames, start.CSV)
+	}
+	patch := client.MergeFrom(plan.DeepCopy())
+	plan.Spec.Approved = true
+	if err := kc.Patch(ctx, &plan, patch); err != nil {
+		return err
+	}
+	if err := testbed.WaitForCSV(ctx, kc, ns, start.CSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+		return err
+	}
+	if err := kc.Get(ctx, key, sub); err != nil {
+		return err
+	}
+	patch = client.MergeFrom(sub.DeepCopy())
+	sub.Spec.CatalogSource = certifiedSource
+	sub.Spec.InstallPlanApproval = operatorsv1alpha1.ApprovalAutomatic
+	if err := kc.Patch(ctx, sub, patch); err != nil {
+		return err
+	}
+	var plans operatorsv1alpha1.InstallPlanList
+	if err := kc.List(ctx, &plans, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	for i := range plans.Items {
+		if p := &plans.Items[i]; !p.Spec.Approved {
+			if err := kc.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitForPath waits until OLM has installed want, in order, and settled on its last CSV; it
+// fails as soon as OLM installs a CSV off the predicted path.
+func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want []string, rec *recorder) error {
+	end := want[len(want)-1]
+	var settledSince time.Time
+	var sub operatorsv1alpha1.Subscription
+	var getErr error
+	for {
+		got := rec.names()
+		if len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
+			return fmt.Errorf("OLM installed %v, simulate predicted %v", got, want)
+		}
+		getErr = kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: pkg}, &sub)
+		atEnd := getErr == nil && len(got) == len(want) && olm.AtLatestKnown(end)(&sub) && rec.succeeded(end)
+		switch {
+		case !atEnd:
+			settledSince = time.Time{}
+		case settledSince.IsZero():
+			settledSince = time.Now()
+		case time.Since(settledSince) >= settle:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("OLM installed %v, simulate predicted %v: %w\n%s", got, want, ctx.Err(), olm.DescribeSubscription(&sub, getErr))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// recorder keeps the CSVs OLM creates in a namespace, in order, and their last phase. Copies
+// OLM makes of other namespaces' global operators are not installs and are left out.
+type recorder struct {
+	mu     sync.Mutex
+	order  []string
+	phases map[string]operatorsv1alpha1.ClusterServiceVersionPhase
+}
+
+func (r *recorder) follow(w watch.Interface) {
+	for ev := range w.ResultChan() {
+		csv, ok := ev.Object.(*operatorsv1alpha1.ClusterServiceVersion)
+		if !ok || csv.IsCopied() {
+			continue
+		}
+		r.mu.Lock()
+		if r.phases == nil {
+			r.phases = map[string]operatorsv1alpha1.ClusterServiceVersionPhase{}
+		}
+		if _, seen := r.phases[csv.Name]; !seen && ev.Type != watch.Deleted {
+			r.order = append(r.order, csv.Name)
+		}
+		r.phases[csv.Name] = csv.Status.Phase
+		r.mu.Unlock()
+	}
+}
+
+func (r *recorder) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.order)
+}
+
+func (r *recorder) succeeded(csv string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.phases[csv] == operatorsv1alpha1.CSVPhaseSucceeded
+}
+
+// cleanup removes the Subscription, its CSVs and the OperatorGroup, and waits until they are
+// gone, so that the next AllNamespaces install of the package meets no other OperatorGroup
+// providing its APIs; the namespace goes last, without waiting.
+func (c crossCheck) cleanup(ctx context.Context, kc client.Client, ns string) error {
+	if err := kc.DeleteAllOf(ctx, &operatorsv1alpha1.Subscription{}, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if err := kc.DeleteAllOf(ctx, &operatorsv1alpha1.ClusterServiceVersion{}, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if err := kc.DeleteAllOf(ctx, &operatorsv1.OperatorGroup{}, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	err := waitFor(ctx, func() bool {
+		var csvs operatorsv1alpha1.ClusterServiceVersionList
+		var ogs operatorsv1.OperatorGroupList
+		return kc.List(ctx, &csvs, client.InNamespace(ns)) == nil && !slices.ContainsFunc(csvs.Items, func(c operatorsv1alpha1.ClusterServiceVersion) bool { return !c.IsCopied() }) &&
+			kc.List(ctx, &ogs, client.InNamespace(ns)) == nil && len(ogs.Items) == 0
+	})
+	if err != nil {
+		return fmt.Errorf("cleaning up %s: %w", ns, err)
+	}
+	return kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+}
