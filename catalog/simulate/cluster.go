@@ -12,6 +12,7 @@ import (
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/projection"
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-framework/operator-registry/pkg/api"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
@@ -58,6 +59,11 @@ func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, target *loade
 			continue
 		}
 		csv, err := cs.OperatorsV1alpha1().ClusterServiceVersions(sub.Namespace).Get(ctx, sub.Status.InstalledCSV, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			// Deleted since the Subscription was read: OLM has nothing installed to move either.
+			others = append(others, fmt.Sprintf("%s (its CSV %s is gone)", name, sub.Status.InstalledCSV))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading the CSV Subscription %s installed: %w", name, err)
 		}

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -43,7 +46,8 @@ type crossCheck struct {
 	source string
 	start  simulate.Start
 	// switched is the community -> certified switch: the start is installed from source with
-	// Manual approval, then the Subscription's source becomes certified and approval Automatic.
+	// Manual approval, `catalog simulate --from-cluster` is asked, then the Subscription's
+	// source becomes certified and approval Automatic.
 	switched bool
 	// ownNamespace installs into an OwnNamespace OperatorGroup: the synthetic bundles own no
 	// APIs and support it, so they run side by side. The project's operators are AllNamespaces
@@ -212,8 +216,16 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 		return nil, err
 	}
 	if c.switched {
-		if err := switchFromStart(ctx, kc, ns, c.start); err != nil {
+		if err := installStart(ctx, kc, ns, c.start); err != nil {
 			return nil, fmt.Errorf("installing the start before the switch: %w (recorded %v)", err, rec.names())
+		}
+		// What an admin asks before switching: simulate reads the Subscription and the CSV OLM
+		// installed from the cluster.
+		if err := c.fromClusterAgrees(ctx, f.stack, ns, want); err != nil {
+			return nil, err
+		}
+		if err := switchSource(ctx, kc, ns, c.start.Package); err != nil {
+			return nil, err
 		}
 	}
 	return want, waitForPath(ctx, kc, ns, c.start.Package, want, rec)
@@ -236,11 +248,8 @@ func (c crossCheck) predict(ctx context.Context, sim *simulate.Simulator) ([]str
 	return want, nil
 }
 
-// switchFromStart approves the install of the start alone, then switches the Subscription's
-// source to the certified catalog with Automatic approval, as an admin does (docs/architecture.md
-// #upgrades), and drops the community upgrade OLM had planned meanwhile.
-func switchFromStart(ctx context.Context, kc client.Client, ns string, start simulate.Start) error {
-	key := client.ObjectKey{Namespace: ns, Name: start.Package}
+// installStart approves the install of the start alone: the Subscription's approval is Manual.
+func installStart(ctx context.Context, kc client.Client, ns string, start simulate.Start) error {
 	sub, err := testbed.WaitForSubscription(ctx, kc, ns, start.Package, "an InstallPlan", func(s *operatorsv1alpha1.Subscription) bool {
 		return s.Status.InstallPlanRef != nil
 	})
@@ -259,16 +268,21 @@ func switchFromStart(ctx context.Context, kc client.Client, ns string, start sim
 	if err := kc.Patch(ctx, &plan, patch); err != nil {
 		return err
 	}
-	if err := testbed.WaitForCSV(ctx, kc, ns, start.CSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+	return testbed.WaitForCSV(ctx, kc, ns, start.CSV, operatorsv1alpha1.CSVPhaseSucceeded)
+}
+
+// switchSource points the Subscription at the certified catalog with Automatic approval, as an
+// admin does (docs/architecture.md#upgrades), and drops the community upgrade OLM planned
+// meanwhile, which waits for an approval that will not come.
+func switchSource(ctx context.Context, kc client.Client, ns, pkg string) error {
+	var sub operatorsv1alpha1.Subscription
+	if err := kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: pkg}, &sub); err != nil {
 		return err
 	}
-	if err := kc.Get(ctx, key, sub); err != nil {
-		return err
-	}
-	patch = client.MergeFrom(sub.DeepCopy())
+	patch := client.MergeFrom(sub.DeepCopy())
 	sub.Spec.CatalogSource = certifiedSource
 	sub.Spec.InstallPlanApproval = operatorsv1alpha1.ApprovalAutomatic
-	if err := kc.Patch(ctx, sub, patch); err != nil {
+	if err := kc.Patch(ctx, &sub, patch); err != nil {
 		return err
 	}
 	var plans operatorsv1alpha1.InstallPlanList
@@ -283,6 +297,37 @@ func switchFromStart(ctx context.Context, kc client.Client, ns string, start sim
 		}
 	}
 	return nil
+}
+
+// fromClusterAgrees runs `catalog simulate --from-cluster` on the certified catalog and checks
+// that its path for this namespace's Subscription is want.
+func (c crossCheck) fromClusterAgrees(ctx context.Context, s *testbed.Stack, ns string, want []string) error {
+	var out bytes.Buffer
+	a := &simulate.Simulate{
+		Catalog: filepath.Join("..", "..", "catalog", "certified"), FromCluster: true,
+		Cluster: kube.ClusterOptions{Config: s.Config}, Output: "json", Out: &out,
+	}
+	if err := a.Run(ctx); err != nil {
+		return fmt.Errorf("simulate --from-cluster: %w", err)
+	}
+	var got struct{ Paths []simulate.Path }
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		return err
+	}
+	for _, p := range got.Paths {
+		if p.Subscription != ns+"/"+c.start.Package {
+			continue
+		}
+		route := []string{p.Start.Name}
+		for _, st := range p.Steps {
+			route = append(route, st.To)
+		}
+		if !slices.Equal(route, want) || p.Start.Catalog != "cluster" {
+			return fmt.Errorf("simulate --from-cluster predicts %v from the %s, simulate from the catalogs %v", route, p.Start.Catalog, want)
+		}
+		return nil
+	}
+	return fmt.Errorf("simulate --from-cluster has no path for Subscription %s/%s:\n%s", ns, c.start.Package, out.String())
 }
 
 // waitForPath waits until OLM has installed want, in order, and settled on its last CSV; it
