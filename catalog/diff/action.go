@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -35,11 +34,14 @@ func (d *Diff) Run(ctx context.Context) error {
 		return fmt.Errorf("unknown output %q: use %s", d.Output, strings.Join(Formats, ", "))
 	}
 	var catalogs []simulate.Catalog
-	for _, c := range []struct{ name, dir string }{{"old", d.Old}, {"new", d.New}} {
-		if _, err := os.Stat(c.dir); err != nil {
-			return fmt.Errorf("reading %s catalog: %w", c.name, err)
+	for _, c := range []struct{ name, arg string }{{"old", d.Old}, {"new", d.New}} {
+		o, err := simulate.Open(ctx, c.arg)
+		if err != nil {
+			return fmt.Errorf("reading the %s catalog: %w", c.name, err)
 		}
-		catalogs = append(catalogs, simulate.Catalog{Name: c.name, Dir: c.dir, FS: os.DirFS(c.dir)})
+		defer o.Close()
+		o.Name = c.name
+		catalogs = append(catalogs, o.Catalog)
 	}
 	sim, err := simulate.New(ctx, catalogs...)
 	if err != nil {

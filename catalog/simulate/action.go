@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
@@ -22,10 +21,10 @@ var Formats = []string{"text", "yaml", "json", "dot", "mermaid", "svg", "png"}
 // Simulate is the verb: it predicts OLM's path from one installed CSV, from every start the
 // catalog offers, or from every Subscription of a cluster.
 type Simulate struct {
-	// Catalog is the catalog directory the Subscription's source serves.
+	// Catalog is the catalog the Subscription's source serves: a directory or a catalog image.
 	Catalog string
-	// InstalledFrom is the directory of the catalog the installed CSV came from, when another:
-	// the community -> certified source switch.
+	// InstalledFrom is the catalog the installed CSV came from, when another: the community ->
+	// certified source switch.
 	InstalledFrom string
 	Start         Start
 	// All simulates every start: each bundle of each channel of Catalog, and with InstalledFrom
@@ -42,7 +41,7 @@ type Simulate struct {
 
 // Run simulates and prints.
 func (a *Simulate) Run(ctx context.Context) error {
-	if !contains(Formats, a.Output) {
+	if !slices.Contains(Formats, a.Output) {
 		return fmt.Errorf("unknown output %q: use %s", a.Output, strings.Join(Formats, ", "))
 	}
 	modes := 0
@@ -54,21 +53,25 @@ func (a *Simulate) Run(ctx context.Context) error {
 	if modes != 1 {
 		return fmt.Errorf("say where to start with exactly one of --installed CSV, --all or --from-cluster")
 	}
-	target := catalogName(a.Catalog)
-	catalogs := []Catalog{{Name: target, Dir: a.Catalog}}
+	tc, err := Open(ctx, a.Catalog)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	target := tc.Name
+	catalogs := []Catalog{tc.Catalog}
 	from := ""
 	if a.InstalledFrom != "" {
-		from = catalogName(a.InstalledFrom)
-		if from == target {
-			from += "-installed"
+		fc, err := Open(ctx, a.InstalledFrom)
+		if err != nil {
+			return err
 		}
-		catalogs = append(catalogs, Catalog{Name: from, Dir: a.InstalledFrom})
-	}
-	for i := range catalogs {
-		if _, err := os.Stat(catalogs[i].Dir); err != nil {
-			return fmt.Errorf("reading catalog: %w", err)
+		defer fc.Close()
+		if fc.Name == target {
+			fc.Name += "-installed"
 		}
-		catalogs[i].FS = os.DirFS(catalogs[i].Dir)
+		from = fc.Name
+		catalogs = append(catalogs, fc.Catalog)
 	}
 	sim, err := New(ctx, catalogs...)
 	if err != nil {
@@ -134,20 +137,6 @@ func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) err
 	}
 	_, err = a.Out.Write(out)
 	return err
-}
-
-// catalogName is the CatalogSource name a catalog directory is served as: its base name.
-func catalogName(dir string) string {
-	return filepath.Base(filepath.Clean(dir))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // startsFrom lists the bundles of catalog from whose package target carries, each as installed

@@ -268,7 +268,14 @@ func installStart(ctx context.Context, kc client.Client, ns string, start simula
 	if err := kc.Patch(ctx, &plan, patch); err != nil {
 		return err
 	}
-	return testbed.WaitForCSV(ctx, kc, ns, start.CSV, operatorsv1alpha1.CSVPhaseSucceeded)
+	if err := testbed.WaitForCSV(ctx, kc, ns, start.CSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+		return err
+	}
+	// OLM records the install on the Subscription a little after the CSV succeeds.
+	_, err = testbed.WaitForSubscription(ctx, kc, ns, start.Package, "installedCSV "+start.CSV, func(s *operatorsv1alpha1.Subscription) bool {
+		return s.Status.InstalledCSV == start.CSV
+	})
+	return err
 }
 
 // switchSource points the Subscription at the certified catalog with Automatic approval, as an

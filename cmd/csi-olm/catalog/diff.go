@@ -11,7 +11,7 @@ import (
 func newDiff() *cobra.Command {
 	d := &diff.Diff{}
 	cmd := &cobra.Command{
-		Use:   "diff <old-catalog-dir> <new-catalog-dir>",
+		Use:   "diff <old-catalog> <new-catalog>",
 		Short: "What changed between two catalogs, and which changes strand installed users",
 		Long: `Compares two file-based catalogs: packages, channels, bundles and upgrade edges added or
 removed, channel heads moved, default channels changed, deprecations added or removed.
@@ -24,6 +24,8 @@ guessed from the edges: each old bundle is installed, and OLM's own resolver is 
 path through the new catalog, as ` + "`csi-olm catalog simulate`" + ` does.
 
 --breaking prints only the breaking changes and exits non-zero when there is one.
+
+Catalogs are directories or catalog images (registry.example/catalog:tag), as for simulate.
 
 Output (-o): text, json, or a package's graph with the changes marked (added green, removed
 red and dashed): dot, mermaid, svg, png.`,

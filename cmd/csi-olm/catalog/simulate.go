@@ -11,7 +11,7 @@ import (
 func newSimulate() *cobra.Command {
 	a := &simulate.Simulate{}
 	cmd := &cobra.Command{
-		Use:   "simulate <catalog-dir>",
+		Use:   "simulate <catalog>",
 		Short: "Predict, offline, the bundles OLM installs from an installed CSV up to the channel head",
 		Long: `Runs OLM's own resolver (operator-lifecycle-manager v0.46.0) against the catalog, served in
 this process by operator-registry as ` + "`opm serve`" + ` serves it, and prints each bundle OLM installs
@@ -23,11 +23,15 @@ short of the head when it does.
 Where to start, one of:
   --installed CSV   a CSV as installed by a Subscription to --channel (default: the package's
                     default channel); --installed-from names the catalog it came from when it is
-                    not <catalog-dir>, as after a community -> certified source switch
-  --all             every bundle of every channel of <catalog-dir>; with --installed-from, every
-                    bundle of that catalog whose package and channel <catalog-dir> has
+                    not <catalog>, as after a community -> certified source switch
+  --all             every bundle of every channel of <catalog>; with --installed-from, every
+                    bundle of that catalog whose package and channel <catalog> has
   --from-cluster    every Subscription of the cluster (--kubeconfig) whose package the catalog
-                    has, from the CSV it installed, as if its source served <catalog-dir>
+                    has, from the CSV it installed, as if its source served <catalog>
+
+<catalog> and --installed-from are catalog directories or catalog images
+(registry.example/catalog:tag), which are pulled and read from the directory their
+operators.operatorframework.io.index.configs.v1 label names.
 
 Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, mermaid, svg, png
 (svg and png through Graphviz's dot).`,
@@ -46,7 +50,7 @@ Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, m
 	f.StringVar(&a.Start.CSV, "installed", "", "the installed CSV to start from")
 	f.StringVar(&a.Start.Package, "package", "", "the Subscription's package (default: the installed CSV's)")
 	f.StringVar(&a.Start.Channel, "channel", "", "the Subscription's channel (default: the package's default channel)")
-	f.StringVar(&a.InstalledFrom, "installed-from", "", "catalog directory the installed CSV came from, when not <catalog-dir>")
+	f.StringVar(&a.InstalledFrom, "installed-from", "", "catalog the installed CSV came from, when not <catalog>")
 	f.BoolVar(&a.All, "all", false, "simulate every start the catalog offers")
 	f.BoolVar(&a.FromCluster, "from-cluster", false, "start from the cluster's Subscriptions and installed CSVs")
 	f.StringVar(&a.Cluster.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, for --from-cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")

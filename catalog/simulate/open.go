@@ -1,0 +1,115 @@
+package simulate
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/csi-olm/csi-olm/images/build"
+)
+
+// Opened is a catalog read from a directory or from a catalog image.
+type Opened struct {
+	Catalog
+	// Close removes what reading an image unpacked.
+	Close func()
+}
+
+// Open reads a catalog as opm render does: an existing directory as it is, else a catalog image,
+// pulled and unpacked from the directory its configs label names. The catalog's
+// name is the directory's base name, or the image repository's last path element.
+func Open(ctx context.Context, arg string, opts ...remote.Option) (*Opened, error) {
+	if st, err := os.Stat(arg); err == nil {
+		if !st.IsDir() {
+			return nil, fmt.Errorf("catalog %s: not a directory", arg)
+		}
+		return &Opened{Catalog: Catalog{Name: filepath.Base(filepath.Clean(arg)), Dir: arg, FS: os.DirFS(arg)}, Close: func() {}}, nil
+	}
+	// Only a reference that names its registry is pulled: a mistyped directory must not become a
+	// pull from Docker Hub.
+	host, _, _ := strings.Cut(arg, "/")
+	ref, err := name.ParseReference(arg)
+	if err != nil || !strings.Contains(arg, "/") || !(strings.ContainsAny(host, ".:") || host == "localhost") {
+		return nil, fmt.Errorf("catalog %s: no such directory, and not an image reference with a registry host (registry.example/catalog:tag)", arg)
+	}
+	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: no such directory, and pulling it as an image failed: %w", arg, err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("catalog image %s: %w", arg, err)
+	}
+	configs := cfg.Config.Labels[build.ConfigsLabel]
+	if configs == "" {
+		return nil, fmt.Errorf("catalog image %s has no %s label: it is not a file-based catalog image", arg, build.ConfigsLabel)
+	}
+	dir, err := os.MkdirTemp("", "csi-olm-catalog-")
+	if err != nil {
+		return nil, err
+	}
+	flat := mutate.Extract(img)
+	defer flat.Close()
+	n, err := unpack(tar.NewReader(flat), strings.Trim(path.Clean(configs), "/"), dir)
+	if err == nil && n == 0 {
+		err = fmt.Errorf("it has no files under %s", configs)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("catalog image %s: %w", arg, err)
+	}
+	repo := ref.Context().RepositoryStr()
+	return &Opened{
+		Catalog: Catalog{Name: path.Base(repo), Dir: arg, FS: os.DirFS(dir)},
+		Close:   func() { os.RemoveAll(dir) },
+	}, nil
+}
+
+// unpack writes the regular files under prefix of a flattened image into dir. Links and other
+// special files are left out: a catalog is plain files, and a link could point out of dir.
+func unpack(tr *tar.Reader, prefix, dir string) (int, error) {
+	n := 0
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, fmt.Errorf("reading its layers: %w", err)
+		}
+		p := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
+		rel, ok := strings.CutPrefix(p, prefix+"/")
+		if !ok || h.Typeflag != tar.TypeReg || !fs.ValidPath(rel) {
+			continue
+		}
+		target := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return n, err
+		}
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return n, err
+		}
+		_, err = io.Copy(f, tr)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return n, fmt.Errorf("unpacking %s: %w", h.Name, err)
+		}
+		n++
+	}
+}
