@@ -317,7 +317,7 @@ func copyAsInstalled(e *cache.Entry) *cache.Entry {
 func (s *Simulator) step(tc *loaded, ch *declcfg.Channel, installed, next *cache.Entry) Step {
 	st := Step{From: installed.Name, To: next.Name, Version: next.Version.String()}
 	rule := tc.rule(ch, next.Name)
-	st.Edges = edgesFrom(rule, installed)
+	st.Edges = rule.Kinds(installed.Name, installed.Version)
 	if len(st.Edges) > 0 {
 		st.Edge = st.Edges[0]
 	}
@@ -348,9 +348,7 @@ func (s *Simulator) step(tc *loaded, ch *declcfg.Channel, installed, next *cache
 			continue
 		}
 		p := Passed{Bundle: cand.Name, Version: cand.Version.String()}
-		if e := edgesFrom(tc.rule(ch, cand.Name), installed); len(e) > 0 {
-			p.Edge = e[0]
-		}
+		p.Edge, _ = tc.rule(ch, cand.Name).From(installed.Name, installed.Version)
 		switch {
 		case len(skippedBy[cand.Name]) > 0:
 			p.Why = fmt.Sprintf("skipped by %s: OLM leaves skipped bundles out of the channel order, so it never upgrades to one", strings.Join(skippedBy[cand.Name], ", "))
@@ -388,21 +386,6 @@ func (s *Simulator) stranded(tc *loaded, ch *declcfg.Channel, end *cache.Entry) 
 		}
 	}
 	return fmt.Sprintf("the only bundles that replace %s (%s) are skipped by others, and OLM never upgrades to a skipped bundle: OLM keeps %s installed", end.Name, strings.Join(names, ", "), end.Name)
-}
-
-// edgesFrom lists every field of rule by which it upgrades from installed, replaces first.
-func edgesFrom(rule upgrade.Rule, installed *cache.Entry) []upgrade.Kind {
-	var out []upgrade.Kind
-	if rule.Replaces == installed.Name {
-		out = append(out, upgrade.Replaces)
-	}
-	if slices.Contains(rule.Skips, installed.Name) {
-		out = append(out, upgrade.Skips)
-	}
-	if installed.Version != nil && rule.InRange(*installed.Version) {
-		out = append(out, upgrade.SkipRange)
-	}
-	return out
 }
 
 // channelOrder restates OLM's resolver.sortChannel: from the head down the replaces chain,

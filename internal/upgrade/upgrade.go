@@ -66,13 +66,24 @@ func (r Rule) InRange(v semver.Version) bool { return r.inRange != nil && r.inRa
 // v (nil when unknown, which only the skipRange needs), and through which field: replaces first,
 // then skips, then skipRange.
 func (r Rule) From(name string, v *semver.Version) (Kind, bool) {
-	switch {
-	case r.Replaces == name:
-		return Replaces, true
-	case slices.Contains(r.Skips, name):
-		return Skips, true
-	case v != nil && r.InRange(*v):
-		return SkipRange, true
+	if kinds := r.Kinds(name, v); len(kinds) > 0 {
+		return kinds[0], true
 	}
 	return "", false
+}
+
+// Kinds lists every field through which a bundle with these edges upgrades from the bundle name,
+// in From's order.
+func (r Rule) Kinds(name string, v *semver.Version) []Kind {
+	var out []Kind
+	if r.Replaces == name {
+		out = append(out, Replaces)
+	}
+	if slices.Contains(r.Skips, name) {
+		out = append(out, Skips)
+	}
+	if v != nil && r.InRange(*v) {
+		out = append(out, SkipRange)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package upgrade_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,6 +45,20 @@ func TestFrom(t *testing.T) {
 				t.Errorf("From(%s, %v) = %q, %v; want %q", tt.from, tt.version, kind, ok, tt.want)
 			}
 		})
+	}
+}
+
+func TestKinds(t *testing.T) {
+	v := semver.MustParse("1.1.0")
+	all, _ := upgrade.Edges{Replaces: "op.v1.1.0", Skips: []string{"op.v1.1.0"}, SkipRange: ">=1.0.0 <1.2.0"}.Compile()
+	if got := all.Kinds("op.v1.1.0", &v); !slices.Equal(got, []upgrade.Kind{upgrade.Replaces, upgrade.Skips, upgrade.SkipRange}) {
+		t.Errorf("Kinds = %v, want every field, replaces first", got)
+	}
+	if got := all.Kinds("op.v1.1.0", nil); !slices.Equal(got, []upgrade.Kind{upgrade.Replaces, upgrade.Skips}) {
+		t.Errorf("Kinds without a version = %v, want replaces and skips", got)
+	}
+	if got := all.Kinds("other.v2.0.0", nil); got != nil {
+		t.Errorf("Kinds of an unrelated bundle = %v, want none", got)
 	}
 }
 
