@@ -16,8 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/operator-framework/operator-registry/pkg/containertools"
 )
 
 // Opened is a catalog read from a directory or from a catalog image.
@@ -53,9 +52,9 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Opened, erro
 	if err != nil {
 		return nil, fmt.Errorf("catalog image %s: %w", arg, err)
 	}
-	configs := cfg.Config.Labels[build.ConfigsLabel]
+	configs := cfg.Config.Labels[containertools.ConfigsLocationLabel]
 	if configs == "" {
-		return nil, fmt.Errorf("catalog image %s has no %s label: it is not a file-based catalog image", arg, build.ConfigsLabel)
+		return nil, fmt.Errorf("catalog image %s has no %s label: it is not a file-based catalog image", arg, containertools.ConfigsLocationLabel)
 	}
 	dir, err := os.MkdirTemp("", "csi-olm-catalog-")
 	if err != nil {
