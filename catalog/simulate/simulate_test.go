@@ -1,6 +1,7 @@
 package simulate_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -194,6 +195,44 @@ func TestSimulateConcurrently(t *testing.T) {
 	for range len(starts) * 4 {
 		if err := <-errs; err != nil {
 			t.Error(err)
+		}
+	}
+}
+
+func TestPictureMarksThePath(t *testing.T) {
+	var out bytes.Buffer
+	a := &simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"foreign/aws-efs-operator.v0.0.6" [label="community 0.0.6\ninstalled", style="rounded,dashed", color="#1f6feb"`,
+		`"stable/aws-efs-csi-driver-operator.v4.11.0" [label="4.11.0\nhead\nstep 1", style="rounded,bold", color="#1f6feb"`,
+		`"foreign/aws-efs-operator.v0.0.6" -> "stable/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange step 1", style=dotted, color="#1f6feb"`,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("picture lacks %s:\n%s", want, out.String())
+		}
+	}
+	if strings.Count(out.String(), "#1f6feb") != 6 {
+		t.Errorf("want the installed CSV, one step and its edge marked, nothing else:\n%s", out.String())
+	}
+}
+
+func TestSimulateVerbRefusesBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		a    simulate.Simulate
+		want string
+	}{
+		{simulate.Simulate{Catalog: "../certified", Output: "text"}, "say where to start with exactly one of --installed CSV, --all or --from-cluster"},
+		{simulate.Simulate{Catalog: "../certified", All: true, Start: simulate.Start{CSV: "x"}, Output: "text"}, "say where to start with exactly one of"},
+		{simulate.Simulate{Catalog: "../certified", All: true, Output: "html"}, `unknown output "html": use text, yaml, json, dot, mermaid, svg, png`},
+		{simulate.Simulate{Catalog: "../certified", All: true, Output: "dot"}, "a picture shows one path and there are 5: start from one CSV with --installed"},
+	} {
+		var out bytes.Buffer
+		tc.a.Out = &out
+		if err := tc.a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: error %v, want %q", tc.a, err, tc.want)
 		}
 	}
 }
