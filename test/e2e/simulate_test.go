@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -125,7 +126,7 @@ func TestSimulateMatchesOLM(t *testing.T) {
 		mu    sync.Mutex
 		ran   []string
 	)
-	for _, key := range sortedKeys(lanes) {
+	for _, key := range slices.Sorted(maps.Keys(lanes)) {
 		wg.Add(1)
 		go func(checks []crossCheck) {
 			defer wg.Done()
@@ -157,15 +158,6 @@ func TestSimulateMatchesOLM(t *testing.T) {
 	if len(ran) == 0 {
 		t.Fatal("no start was checked")
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // run installs the start in its own namespace, records the CSVs OLM creates there, and compares
