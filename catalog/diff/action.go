@@ -48,7 +48,7 @@ func (d *Diff) Run(ctx context.Context) error {
 		return err
 	}
 	defer sim.Close()
-	report, err := Compare(ctx, d.Old, d.New, sim.Config("old"), sim.Config("new"), sim)
+	report, err := Compare(ctx, d.Old, d.New, sim)
 	if err != nil {
 		return err
 	}

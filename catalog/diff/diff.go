@@ -107,10 +107,10 @@ func index(cfg *declcfg.DeclarativeConfig) *catalog {
 	return c
 }
 
-// Compare diffs two loaded catalogs. sim serves both, named "old" and "new", to ask OLM whether
-// users of the old one are stranded.
-func Compare(ctx context.Context, oldName, newName string, oldCfg, newCfg *declcfg.DeclarativeConfig, sim *simulate.Simulator) (*Report, error) {
-	o, n := index(oldCfg), index(newCfg)
+// Compare diffs the catalogs sim serves as "old" and "new", asking OLM whether users of the old
+// one are stranded. oldName and newName say where they came from, for the report.
+func Compare(ctx context.Context, oldName, newName string, sim *simulate.Simulator) (*Report, error) {
+	o, n := index(sim.Config("old")), index(sim.Config("new"))
 	r := &Report{Old: oldName, New: newName}
 	for _, pkg := range slices.Sorted(maps.Keys(union(o.packages, n.packages))) {
 		op, np := o.packages[pkg], n.packages[pkg]
