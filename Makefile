@@ -43,17 +43,37 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 TOOL_ENV = CSI_OLM_OPM="$$(hack/tools.sh opm)" CSI_OLM_GRPC_HEALTH_PROBE="$$(hack/tools.sh grpc_health_probe)" \
 	CSI_OLM_STORAGE_MANIFEST_CHECK="$$(hack/tools.sh storage-manifest-check)"
 
+# The tiers' tools (hack/tools.sh names). `make test` builds only what its tests run: the control
+# plane with kwok, the registry, opm and the probe, the upstream checker of the drivers' test
+# manifests, the real csi-provisioner and OLM's CRDs. `make e2e` adds the real node's binaries and
+# OLM itself. A test that asks for a tool its tier did not build still gets it, built on demand.
+TEST_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-crds openshift-crds \
+	registry opm grpc_health_probe storage-manifest-check csi-provisioner olm-crds
+E2E_TOOLS := $(TEST_TOOLS) kubelet kube-proxy pause coredns olm catalog kube-rbac-proxy
+
 .PHONY: test
 # The release tests compress hundreds of megabytes of image layers, which takes ten times longer
 # under the race detector; their concurrency (registry.PinAll) is race-tested in images/registry.
-test: tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests) with the race detector
-	@# The operator package runs the reliability campaign's short form: about 20 minutes under -race.
+test: test-tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
 	$(TOOL_ENV) $(GO) test -race -timeout 40m $$($(GO) list ./... | grep -v -e /test/e2e -e /release$$)
 	$(TOOL_ENV) $(GO) test -timeout 30m ./release/...
 
+# The campaigns' long forms that CI runs: `make test` runs their short forms.
+E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO) test -count=1 -timeout 30m -run '^TestDriverNeverDeletedUnderAVolume$$' ./operator/
+
 .PHONY: e2e
-e2e: tools node-deps ## Run the end-to-end tests on the local test bed (etcd, kube-apiserver, kwok, OLM, opm, and a real kubelet node)
-	$(GO) test -count=1 -timeout 30m ./test/e2e/...
+e2e: e2e-tools node-deps ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
+	@# Side by side: both mostly wait on their own clusters, and one after the other would take
+	@# six minutes more.
+	$(E2E_CAMPAIGNS) & campaigns=$$!; \
+	rc=0; $(GO) test -count=1 -timeout 30m ./test/e2e/... || rc=$$?; \
+	wait $$campaigns || rc=$$?; exit $$rc
+
+.PHONY: test-tools e2e-tools
+test-tools:
+	@hack/tools.sh $(TEST_TOOLS) >/dev/null
+e2e-tools:
+	@hack/tools.sh $(E2E_TOOLS) >/dev/null
 
 # BENCH_OUT=FILE keeps the benchmark output in FILE too, in the format benchstat compares
 # (BENCHMARKS.md says how to compare two commits).
@@ -69,7 +89,7 @@ bench: tools ## Run the benchmarks (catalog validation vs opm; operator latency 
 
 # Each fuzz target, as `package:target`.
 FUZZ_TARGETS = ./catalog/validation:FuzzLoadAndValidate ./bundle/validation:FuzzBundle \
-	./sharedvolume/controller:FuzzSharedVolumeMapping
+	./sharedvolume/volumes:FuzzSharedVolumeMapping
 
 .PHONY: chaos
 chaos: tools ## The long reliability campaign (RELIABILITY.md): the driver-deletion property test for 2,000 steps, the kill and control-plane campaigns with new seeds, the bad-input corpus, and each fuzz target for 10 minutes
@@ -156,6 +176,11 @@ node-deps: ## Install what the test bed's real node needs from Debian's packages
 		sudo=; [[ $$(id -u) -eq 0 ]] || sudo=sudo; \
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# Every Debian package a target installs when missing; hack/fresh-machine.sh purges them first.
+.PHONY: print-debian-packages
+print-debian-packages:
+	@echo $(NODE_PACKAGES) graphviz buildah
 
 .PHONY: image-builder
 image-builder: ## Install buildah from Debian's packages when neither podman nor buildah is there (the efs-utils base image build)

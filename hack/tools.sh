@@ -23,7 +23,8 @@
 #                                            registry pods run, carried by the catalog images
 #   benchstat                                benchstat_version below: compares the Go benchmark
 #                                            output of `make bench` between two commits
-#   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod)
+#   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod;
+#                                            the CRDs copied from it)
 #   csi-provisioner, kube-rbac-proxy         provisioner_version and kube_rbac_proxy_version
 #                                            below: the real sidecars of the EFS controller pod,
 #                                            which the real node runs (each built inside its own
@@ -34,8 +35,9 @@
 #                                            the k8s.io/kubernetes of hack/tools/kube/go.mod:
 #                                            checks the drivers' external-storage test manifests
 # The cache is keyed by tool and version: a second run builds nothing (existence checks only), and
-# a version bump builds the new one next to the old. A group (the three kube binaries; olm, catalog
-# and the CRDs) is built together when any member is missing.
+# a version bump builds the new one next to the old. The kube binaries asked for in one run are
+# built by one go build; olm and catalog are built together; olm-crds is copied from OLM's module
+# without building it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -105,13 +107,17 @@ build() {
 }
 
 # build_kube NAME: one of kube_bins from k8s.io/kubernetes as pinned in hack/tools/kube/go.mod;
-# builds all of them when one is missing (one go build shares the compiled packages).
+# builds it together with the other kube binaries this run was asked for and lacks (one go build
+# compiles their shared packages in parallel), but none that nobody asked for: `make test` needs
+# no kubelet.
 build_kube() {
-	local v b missing=0 tmp
+	local v b missing=() tmp
 	v=$(modver "$kube_dir/go.mod" k8s.io/kubernetes)
-	for b in "${kube_bins[@]}"; do [[ -x $cache/$b/$v/$b ]] || missing=1; done
-	if ((missing)); then
-		echo "building ${kube_bins[*]} $v into $cache/<tool>/$v/" >&2
+	for b in "$1" "${requested_kube[@]}"; do
+		[[ -x $cache/$b/$v/$b || " ${missing[*]} " == *" $b "* ]] || missing+=("$b")
+	done
+	if ((${#missing[@]})); then
+		echo "building ${missing[*]} $v into $cache/<tool>/$v/" >&2
 		mktmp kube
 		local major=${v#v} minor
 		minor=${major#*.}
@@ -125,8 +131,8 @@ build_kube() {
 			ldflags+=" -X $p.gitTreeState=clean"
 		done
 		(cd "$kube_dir" && go build -ldflags "$ldflags" -o "$tmp/" \
-			"${kube_bins[@]/#/k8s.io/kubernetes/cmd/}")
-		for b in "${kube_bins[@]}"; do
+			"${missing[@]/#/k8s.io/kubernetes/cmd/}")
+		for b in "${missing[@]}"; do
 			mkdir -p "$cache/$b/$v"
 			mv -f "$tmp/$b" "$cache/$b/$v/$b"
 		done
@@ -215,47 +221,60 @@ build_kwok() {
 	esac
 }
 
-# module_copy MODULE VERSION: sets src to a writable copy of MODULE@VERSION in a new $tmp. Some
-# modules only build inside their own go.mod, with its replace lines (docs/architecture.md#the-test-bed),
-# which `go install pkg@version` refuses; they build in such a copy with -mod=mod.
-module_copy() {
-	local dir
-	mktmp "$(basename "$1")"
-	# Outside any module, so this module's go.mod/go.sum are never touched.
+# module_dir MODULE VERSION: sets dir to MODULE@VERSION in the module cache (read-only), downloading
+# it from within $tmp: outside any module, so this module's go.mod/go.sum are never touched.
+module_dir() {
 	dir=$(cd "$tmp" && GOFLAGS=-mod=mod go mod download -json "$1@$2" |
 		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
 	[[ -n $dir && -d $dir ]] || {
 		echo "hack/tools.sh: cannot download $1@$2" >&2
 		return 1
 	}
+}
+
+# module_copy MODULE VERSION: sets src to a writable copy of MODULE@VERSION in a new $tmp. Some
+# modules only build inside their own go.mod, with its replace lines (docs/architecture.md#the-test-bed),
+# which `go install pkg@version` refuses; they build in such a copy with -mod=mod.
+module_copy() {
+	local dir
+	mktmp "$(basename "$1")"
+	module_dir "$1" "$2"
 	src="$tmp/src"
 	cp -R "$dir" "$src"
 	chmod -R u+w "$src"
 }
 
-# build_olm NAME: OLM's olm or catalog binary, or olm-crds (the directory of OLM's CRDs), at
-# olm_version, built in a module_copy (-tags json1 as OLM's Makefile).
+# build_olm NAME: OLM's olm or catalog binary at olm_version, built in a module_copy (-tags json1
+# as OLM's Makefile).
 build_olm() {
-	local v=$olm_version
-	local crds="$cache/olm/$v/crds" tmp src
-	if [[ ! -x $cache/olm/$v/olm || ! -x $cache/catalog/$v/catalog || ! -d $crds ]]; then
-		echo "building olm, catalog $v and copying CRDs into $cache/<tool>/$v/" >&2
+	local v=$olm_version tmp src
+	if [[ ! -x $cache/olm/$v/olm || ! -x $cache/catalog/$v/catalog ]]; then
+		echo "building olm, catalog $v into $cache/<tool>/$v/" >&2
 		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
 		module_copy "$olm_module" "$v"
 		(cd "$src" && GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build -tags json1 \
 			-ldflags "-X $olm_module/pkg/version.OLMVersion=$v" -o "$tmp/bin/" ./cmd/olm ./cmd/catalog)
-		mkdir -p "$cache/olm/$v" "$cache/catalog/$v" "$tmp/crds"
-		cp "$src"/deploy/chart/crds/*.yaml "$tmp/crds/"
+		mkdir -p "$cache/olm/$v" "$cache/catalog/$v"
 		mv -f "$tmp/bin/olm" "$cache/olm/$v/olm"
 		mv -f "$tmp/bin/catalog" "$cache/catalog/$v/catalog"
-		rm -rf "$crds"
+	fi
+	echo "$cache/$1/$v/$1"
+}
+
+# olm_crds: the directory of OLM's CRDs at olm_version, copied from the module without building
+# OLM (controller tests install the CRDs and run no OLM).
+olm_crds() {
+	local v=$olm_version crds="$cache/olm/$olm_version/crds" tmp dir
+	if [[ ! -d $crds ]]; then
+		echo "copying OLM $v's CRDs into $crds" >&2
+		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
+		mktmp olm-crds
+		module_dir "$olm_module" "$v"
+		mkdir -p "$tmp/crds" "$(dirname "$crds")"
+		cp "$dir"/deploy/chart/crds/*.yaml "$tmp/crds/"
 		mv "$tmp/crds" "$crds"
 	fi
-	case $1 in
-	olm) echo "$cache/olm/$v/olm" ;;
-	catalog) echo "$cache/catalog/$v/catalog" ;;
-	olm-crds) echo "$crds" ;;
-	esac
+	echo "$crds"
 }
 
 # build_in_copy NAME MODULE VERSION PACKAGE [ldflags]: one static binary built in a module_copy of
@@ -309,7 +328,8 @@ tool() {
 	etcd) build_etcd ;;
 	storage-manifest-check) build_storage_manifest_check ;;
 	kwok | kwok-crds) build_kwok "$1" ;;
-	olm | catalog | olm-crds) build_olm "$1" ;;
+	olm | catalog) build_olm "$1" ;;
+	olm-crds) olm_crds ;;
 	registry) go_install registry "$registry_module/cmd/registry" "$registry_version" ;;
 	coredns) go_install coredns github.com/coredns/coredns "$coredns_version" ;;
 	csi-provisioner)
@@ -338,4 +358,8 @@ tool() {
 
 [[ $# -gt 0 ]] || { echo "usage: hack/tools.sh <tool>...|all" >&2; exit 2; }
 [[ $1 == all ]] && set -- "${all_tools[@]}"
+requested_kube=()
+for t in "$@"; do
+	[[ " ${kube_bins[*]} " != *" $t "* ]] || requested_kube+=("$t")
+done
 for t in "$@"; do tool "$t"; done

@@ -33,10 +33,13 @@ import (
 )
 
 // Environment of the property test: the seed to replay (printed by every run) and the number of
-// steps (200 in `make test`; `make chaos` runs more).
+// steps: shortSteps unless set (`make test`), 200 in `make e2e`, 2,000 in `make chaos`.
 const (
 	seedEnv  = "CSI_OLM_CHAOS_SEED"
 	stepsEnv = "CSI_OLM_CHAOS_STEPS"
+	// shortSteps is the short form: a step takes about 2 s, and the long forms belong to the
+	// tiers that run the real node and the long campaigns.
+	shortSteps = 40
 )
 
 // driverWatch watches the driver's objects through a whole test and records each deletion that
@@ -156,7 +159,7 @@ func chaosSeed(t *testing.T) uint64 {
 // chaosConfig is the seed and number of steps of a property-test run.
 func chaosConfig(t *testing.T) (seed uint64, steps int) {
 	t.Helper()
-	seed, steps = chaosSeed(t), 200
+	seed, steps = chaosSeed(t), shortSteps
 	if v := os.Getenv(stepsEnv); v != "" {
 		var err error
 		if steps, err = strconv.Atoi(v); err != nil || steps < 1 {

@@ -240,7 +240,7 @@ func TestShippedSidecarArgsOutlastSlowEFSCalls(t *testing.T) {
 				must(t, h.c.Create(ctx, class))
 				// What the pod's environment and volumes give: the socket's address, the API
 				// server, and the pod's namespace for the Lease.
-				p := h.startProcess(h.stack.Tools().CSIProvisioner, append(slices.Clone(tt.args), "--csi-address="+sock,
+				p := h.startProcess(testutil.Tool(t, "csi-provisioner"), append(slices.Clone(tt.args), "--csi-address="+sock,
 					"--http-endpoint="+testutil.FreeLoopbackAddr(t), "--kubeconfig="+h.stack.Kubeconfig, "--leader-election-namespace="+caseNS), nil)
 				for _, name := range []string{"first", "second"} {
 					must(t, h.c.Create(ctx, &corev1.PersistentVolumeClaim{

@@ -87,6 +87,10 @@ func cgroupHierarchies() ([]string, error) {
 	return dirs, nil
 }
 
+// realNodeTools are the tools a real node runs beyond the cluster's: the kubelet, kube-proxy, the
+// sandbox's pause binary, the cluster DNS and the probe of OLM's registry pods.
+var realNodeTools = []string{"kubelet", "kube-proxy", "pause", "coredns", "grpc_health_probe"}
+
 // checkRealNodeHost says what this machine lacks for a real node, all of it at once.
 func checkRealNodeHost(t Tools) error {
 	have := func(name string) bool {
@@ -120,11 +124,9 @@ func realNodeMissing(euid int, have func(string) bool, t Tools) []string {
 			missing = append(missing, "CNI plugin "+plugin+" in "+cniBinDir+" (`make node-deps`)")
 		}
 	}
-	for _, tool := range []struct{ name, path string }{
-		{"kubelet", t.Kubelet}, {"kube-proxy", t.KubeProxy}, {"pause", t.Pause}, {"coredns", t.CoreDNS}, {"grpc_health_probe", t.GRPCHealthProbe},
-	} {
-		if tool.path == "" || !have(tool.path) {
-			missing = append(missing, tool.name+" (`make tools` builds it)")
+	for _, name := range realNodeTools {
+		if path := t.Path(name); path == "" || !have(path) {
+			missing = append(missing, name+" (`make tools` builds it)")
 		}
 	}
 	return missing

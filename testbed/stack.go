@@ -145,7 +145,7 @@ func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 		}
 		opts.Registry = true
 	}
-	if err := opts.Tools.check(opts.Level, opts.NoCluster); err != nil {
+	if err := opts.Tools.check(opts); err != nil {
 		return nil, err
 	}
 	dir := opts.Dir

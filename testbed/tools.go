@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -38,18 +39,82 @@ func (t *Tools) toolNames() map[string]*string {
 	}
 }
 
-// FindTools asks the repository's hack/tools.sh for every tool, building what is missing. It
-// looks for the repository from the working directory upwards.
-func FindTools() (Tools, error) {
-	root, err := repoRoot()
-	if err != nil {
-		return Tools{}, err
+// Path returns the path of the tool hack/tools.sh calls name, "" when it is not set.
+func (t Tools) Path(name string) string {
+	if p, ok := t.toolNames()[name]; ok {
+		return *p
+	}
+	return ""
+}
+
+// Merge returns t with every tool it lacks taken from other.
+func (t Tools) Merge(other Tools) Tools {
+	theirs := other.toolNames()
+	for name, p := range t.toolNames() {
+		if *p == "" {
+			*p = *theirs[name]
+		}
+	}
+	return t
+}
+
+// NeededTools lists the hack/tools.sh names of what a stack with these options runs, so that a
+// test of the API server alone never waits for kubelet or OLM to be built.
+func NeededTools(opts Options) []string {
+	if opts.NoCluster {
+		return []string{"registry"}
+	}
+	// Every level can install the OpenShift CRDs (Stack.InstallOpenShift).
+	need := []string{"etcd", "kube-apiserver", "openshift-crds"}
+	if opts.Registry || opts.RealNode {
+		need = append(need, "registry")
+	}
+	if opts.Level >= Full {
+		need = append(need, "kube-controller-manager", "kube-scheduler")
+		if !opts.RealNode {
+			need = append(need, "kwok", "kwok-crds")
+		}
+	}
+	if opts.Level >= OLM {
+		// An OLM stack serves catalogs: with opm serve, or as images that carry the probe.
+		need = append(need, "olm", "catalog", "olm-crds", "opm", "grpc_health_probe")
+	}
+	if opts.RealNode {
+		need = append(need, realNodeTools...)
+	}
+	slices.Sort(need)
+	return slices.Compact(need)
+}
+
+// AllTools lists the hack/tools.sh name of every tool a stack can run.
+func AllTools() []string {
+	var t Tools
+	return slices.Sorted(func(yield func(string) bool) {
+		for name := range t.toolNames() {
+			if !yield(name) {
+				return
+			}
+		}
+	})
+}
+
+// FindTools asks the repository's hack/tools.sh for the named tools (every tool when none is
+// named), building what is missing. It looks for the repository from the working directory
+// upwards.
+func FindTools(names ...string) (Tools, error) {
+	if len(names) == 0 {
+		names = AllTools()
 	}
 	var t Tools
 	fields := t.toolNames()
-	names := make([]string, 0, len(fields))
-	for name := range fields {
-		names = append(names, name)
+	for _, name := range names {
+		if fields[name] == nil {
+			return Tools{}, fmt.Errorf("unknown test bed tool %q", name)
+		}
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return Tools{}, err
 	}
 	cmd := exec.Command(filepath.Join(root, "hack", "tools.sh"), names...)
 	cmd.Dir = root
@@ -86,28 +151,22 @@ func repoRoot() (string, error) {
 	}
 }
 
-// check makes sure every tool a level, or a stack without a cluster, needs is present.
-func (t Tools) check(level Level, noCluster bool) error {
-	need := map[string]string{"etcd": t.Etcd, "kube-apiserver": t.APIServer}
-	if noCluster {
-		need, level = map[string]string{}, APIServer
-	}
-	if level >= Full {
-		need["kube-controller-manager"], need["kube-scheduler"], need["kwok"], need["kwok-crds"] = t.ControllerManager, t.Scheduler, t.Kwok, t.KwokCRDs
-	}
-	if level >= OLM {
-		need["olm"], need["catalog"], need["olm-crds"] = t.OLM, t.Catalog, t.OLMCRDs
-	}
+// check makes sure every tool the options need is present. A real node's own tools are left to
+// checkRealNodeHost, which lists them with whatever else the machine lacks.
+func (t Tools) check(opts Options) error {
 	var missing []string
-	for name, path := range need {
-		if path == "" {
+	for _, name := range NeededTools(opts) {
+		if opts.RealNode && slices.Contains(realNodeTools, name) {
+			continue
+		}
+		if path := t.Path(name); path == "" {
 			missing = append(missing, name)
 		} else if _, err := os.Stat(path); err != nil {
 			missing = append(missing, fmt.Sprintf("%s (%v)", name, err))
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing tools for a %s stack: %s; `make tools` builds them", level, strings.Join(missing, ", "))
+		return fmt.Errorf("missing tools for a %s stack: %s; `make tools` builds them", opts.Level, strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ import (
 // port-forward to its registry pod through the API server (kwok plays the node and forwards to
 // the real opm serve), and the upgrade edges come back over gRPC.
 func TestRegistryThroughPortForward(t *testing.T) {
-	s := testutil.StartTestBed(t, testbed.Full)
+	s := testutil.StartTestBed(t, testbed.Full, testutil.WithTools(t, "olm-crds", "opm"))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	crds, err := testbed.ReadCRDDir(s.Tools().OLMCRDs)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
 
 // FieldManager names the controller's writes.
@@ -155,9 +156,9 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (
 	// unlabelled, or one made a moment ago) is found by its create, which then fails with
 	// AlreadyExists: asking the API server first cost every new SharedVolume a read.
 	pv := &corev1.PersistentVolume{}
-	pvErr := r.Get(ctx, client.ObjectKey{Name: pvName(sv)}, pv)
+	pvErr := r.Get(ctx, client.ObjectKey{Name: volumes.PVName(sv)}, pv)
 	if pvErr != nil && !apierrors.IsNotFound(pvErr) {
-		return reconcile.Result{}, fmt.Errorf("reading PersistentVolume %s: %w", pvName(sv), pvErr)
+		return reconcile.Result{}, fmt.Errorf("reading PersistentVolume %s: %w", volumes.PVName(sv), pvErr)
 	}
 	var reverted *metav1.Condition
 	if pvErr == nil {
@@ -237,11 +238,11 @@ func overdue(sv *v1alpha1.SharedVolume) bool {
 // It returns the SpecReverted condition to set, or nil when there was nothing to revert or the
 // revert was refused (ensure then reports the mismatch).
 func (r *Reconciler) keepSpec(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume) (*metav1.Condition, error) {
-	recorded, ok := recordedSpec(pv)
-	if !ok || !ownedBy(pv, sv) || recorded == sv.Spec {
+	recorded, ok := volumes.RecordedSpec(pv)
+	if !ok || !volumes.OwnedBy(pv, sv) || recorded == sv.Spec {
 		return nil, nil
 	}
-	edits := strings.Join(specEdits(recorded, sv.Spec), " and ")
+	edits := strings.Join(volumes.SpecEdits(recorded, sv.Spec), " and ")
 	edited := sv.Spec
 	patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sv.Spec = recorded
@@ -272,16 +273,16 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	if err := r.Get(ctx, client.ObjectKey{Name: sv.Namespace}, &ns); err != nil {
 		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading namespace %s: %w", sv.Namespace, err)
 	}
-	if ok, why := allowed(&ns, sv); !ok {
+	if ok, why := volumes.Allowed(&ns, sv); !ok {
 		return failed(sv, ReasonNotAllowed, why), nil
 	}
-	if why := nameProblem(sv); why != "" {
+	if why := volumes.NameProblem(sv); why != "" {
 		return failed(sv, ReasonNameTooLong, why), nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	pvcErr := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: pvcName(sv)}, pvc)
+	pvcErr := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: volumes.PVCName(sv)}, pvc)
 	if pvcErr != nil && !apierrors.IsNotFound(pvcErr) {
-		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, pvcName(sv), pvcErr)
+		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, volumes.PVCName(sv), pvcErr)
 	}
 	if why, reason := refusal(sv, pv, pvErr, pvc, pvcErr); why != "" {
 		return failed(sv, reason, why), nil
@@ -299,7 +300,7 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	// single SharedVolume took 10 to 15 s to be Ready. The binder writes the claim's UID into
 	// the volume when it binds, and from then on no other claim can take it.
 	if apierrors.IsNotFound(pvErr) {
-		pv = desiredPV(sv)
+		pv = volumes.PV(sv)
 		err := r.Create(ctx, pv, client.FieldOwner(FieldManager))
 		if apierrors.IsForbidden(err) {
 			// Admission refuses EFS volumes while the driver is removed, and says what lifts
@@ -320,7 +321,7 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		}
 	}
 	if apierrors.IsNotFound(pvcErr) {
-		pvc = desiredPVC(sv)
+		pvc = volumes.PVC(sv)
 		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
 			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
@@ -377,7 +378,7 @@ func mismatch(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) string {
 	if pv.Spec.CSI != nil {
 		mounts = pv.Spec.CSI.VolumeHandle
 	}
-	if _, ok := recordedSpec(pv); ok {
+	if _, ok := volumes.RecordedSpec(pv); ok {
 		// keepSpec could not put the spec back: the API server refused it.
 		return fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s, and the spec could not be reverted (the API server refuses spec changes): delete this SharedVolume and create a new one",
 			pv.Name, mounts, sv.Spec.FileSystemID, sv.Spec.AccessPointID)
@@ -453,8 +454,8 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 		}
 	}
 	objects := []client.Object{
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: pvcName(sv)}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName(sv)}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: volumes.PVCName(sv)}},
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volumes.PVName(sv)}},
 	}
 	// Only objects labelled as the SharedVolume's are deleted, and the cache holds all of those:
 	// it is what is asked while they go (asking the API server each requeue cost 11 reads per
@@ -471,7 +472,7 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			if !ownedBy(obj, sv) {
+			if !volumes.OwnedBy(obj, sv) {
 				continue
 			}
 			if obj.GetDeletionTimestamp() == nil {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
 
 // Reasons of the warning events sent when the controller mends what was done behind a
@@ -33,15 +34,15 @@ func refusal(sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error
 	hasPV, hasPVC := pvErr == nil, pvcErr == nil
 	// An object whose labels were removed by hand is still this SharedVolume's when the other
 	// one of the pair is, and the two are bound to each other.
-	pvOurs := hasPV && (ownedBy(pv, sv) || hasPVC && ownedBy(pvc, sv) && boundToEachOther(pv, pvc))
-	pvcOurs := hasPVC && (ownedBy(pvc, sv) || hasPV && ownedBy(pv, sv) && boundToEachOther(pv, pvc))
+	pvOurs := hasPV && (volumes.OwnedBy(pv, sv) || hasPVC && volumes.OwnedBy(pvc, sv) && boundToEachOther(pv, pvc))
+	pvcOurs := hasPVC && (volumes.OwnedBy(pvc, sv) || hasPV && volumes.OwnedBy(pv, sv) && boundToEachOther(pv, pvc))
 	switch {
 	case hasPV && !pvOurs:
-		return fmt.Sprintf("PersistentVolume %s already exists and belongs to %s: rename this SharedVolume", pv.Name, owner(pv)), ReasonCollision
-	case hasPV && !mountsSameAccessPoint(pv, sv):
+		return fmt.Sprintf("PersistentVolume %s already exists and belongs to %s: rename this SharedVolume", pv.Name, volumes.Owner(pv)), ReasonCollision
+	case hasPV && !volumes.MountsSameAccessPoint(pv, sv):
 		return mismatch(pv, sv), ReasonMismatch
 	case hasPVC && !pvcOurs:
-		return fmt.Sprintf("PersistentVolumeClaim %s/%s already exists and belongs to %s: rename this SharedVolume", pvc.Namespace, pvc.Name, owner(pvc)), ReasonCollision
+		return fmt.Sprintf("PersistentVolumeClaim %s/%s already exists and belongs to %s: rename this SharedVolume", pvc.Namespace, pvc.Name, volumes.Owner(pvc)), ReasonCollision
 	}
 	return "", ""
 }
@@ -77,16 +78,16 @@ func (r *Reconciler) repair(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	if err != nil || why != "" {
 		return why, err
 	}
-	want := desiredPV(sv)
+	want := volumes.PV(sv)
 	edited := pv.DeepCopy()
-	edits := labelEdits(edited, ownerLabels(sv))
+	edits := labelEdits(edited, volumes.OwnerLabels(sv))
 	spec := &edited.Spec
 	if spec.PersistentVolumeReclaimPolicy != want.Spec.PersistentVolumeReclaimPolicy {
 		edits = append(edits, fmt.Sprintf("spec.persistentVolumeReclaimPolicy from %s to %s", spec.PersistentVolumeReclaimPolicy, want.Spec.PersistentVolumeReclaimPolicy))
 		spec.PersistentVolumeReclaimPolicy = want.Spec.PersistentVolumeReclaimPolicy
 	}
-	if got := spec.Capacity[corev1.ResourceStorage]; got.Cmp(volumeSize) != 0 {
-		edits = append(edits, fmt.Sprintf("spec.capacity.storage from %s to %s", got.String(), volumeSize.String()))
+	if got := spec.Capacity[corev1.ResourceStorage]; got.Cmp(volumes.Size) != 0 {
+		edits = append(edits, fmt.Sprintf("spec.capacity.storage from %s to %s", got.String(), volumes.Size.String()))
 		spec.Capacity = want.Spec.Capacity
 	}
 	if spec.StorageClassName != want.Spec.StorageClassName {
@@ -107,7 +108,7 @@ func (r *Reconciler) repair(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		return "", err
 	}
 	editedPVC := pvc.DeepCopy()
-	return "", r.put(ctx, sv, pvc, editedPVC, labelEdits(editedPVC, ownerLabels(sv)))
+	return "", r.put(ctx, sv, pvc, editedPVC, labelEdits(editedPVC, volumes.OwnerLabels(sv)))
 }
 
 // put writes edited over obj, unless nothing differs, and sends the VolumeEdited event listing

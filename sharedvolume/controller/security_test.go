@@ -20,7 +20,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
-	"github.com/csi-olm/csi-olm/sharedvolume/controller"
+	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -61,7 +61,7 @@ func TestAppTeamCannotReachOthersVolumes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b.namespace(ctx, "team-a", nil)
-	b.namespace(ctx, "team-b", map[string]string{controller.AllowedFileSystemsAnnotation: "fs-0b0b"})
+	b.namespace(ctx, "team-b", map[string]string{volumes.AllowedFileSystemsAnnotation: "fs-0b0b"})
 	a, bTeam := b.appTeam(ctx, "team-a"), b.appTeam(ctx, "team-b")
 
 	// Team A's volume.
@@ -83,7 +83,7 @@ func TestAppTeamCannotReachOthersVolumes(t *testing.T) {
 	// Team B can neither lift the restriction nor make a PV itself.
 	var ns corev1.Namespace
 	must(t, b.c.Get(ctx, client.ObjectKey{Name: "team-b"}, &ns))
-	ns.Annotations[controller.AllowedFileSystemsAnnotation] = "fs-0a0a"
+	ns.Annotations[volumes.AllowedFileSystemsAnnotation] = "fs-0a0a"
 	if err := bTeam.Update(ctx, &ns); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("team B changed its allow-list: %v", err)
 	}

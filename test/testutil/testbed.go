@@ -11,15 +11,55 @@ import (
 )
 
 var (
-	toolsOnce sync.Once
-	tools     testbed.Tools
-	toolsErr  error
+	toolsMu sync.Mutex
+	// found holds every tool this process has asked hack/tools.sh for.
+	found testbed.Tools
 )
 
-// TestBedTools finds the test bed's tools once per process.
-func TestBedTools() (testbed.Tools, error) {
-	toolsOnce.Do(func() { tools, toolsErr = testbed.FindTools() })
-	return tools, toolsErr
+// TestBedTools returns the named test bed tools (hack/tools.sh names; every tool when none is
+// named), asking hack/tools.sh only for those this process has not found yet, so that a test
+// never waits for a tool its stack does not run.
+func TestBedTools(names ...string) (testbed.Tools, error) {
+	if len(names) == 0 {
+		names = testbed.AllTools()
+	}
+	toolsMu.Lock()
+	defer toolsMu.Unlock()
+	var missing []string
+	for _, name := range names {
+		if found.Path(name) == "" {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		more, err := testbed.FindTools(missing...)
+		if err != nil {
+			return testbed.Tools{}, err
+		}
+		found = found.Merge(more)
+	}
+	return found, nil
+}
+
+// Tool returns the path of one test bed tool (a hack/tools.sh name), building it if missing.
+func Tool(tb testing.TB, name string) string {
+	tb.Helper()
+	tools, err := TestBedTools(name)
+	if err != nil {
+		tb.Fatalf("test bed tools: %v", err)
+	}
+	return tools.Path(name)
+}
+
+// WithTools is an option of StartTestBed for a test that uses tools beyond those its stack runs
+// (a sidecar binary, a directory of CRDs): the stack's Tools carry them too.
+func WithTools(tb testing.TB, names ...string) func(*testbed.Options) {
+	tb.Helper()
+	tools, err := TestBedTools(names...)
+	if err != nil {
+		tb.Fatalf("test bed tools: %v", err)
+	}
+	return func(o *testbed.Options) { o.Tools = o.Tools.Merge(tools) }
 }
 
 // StartTestBed starts a stack for a test. The stack lives in the test's temporary directory, is
@@ -28,16 +68,18 @@ func TestBedTools() (testbed.Tools, error) {
 // Each option may change the stack's options (a registry, say) before it starts.
 func StartTestBed(t testing.TB, level testbed.Level, options ...func(*testbed.Options)) *testbed.Stack {
 	t.Helper()
-	tools, err := TestBedTools()
-	if err != nil {
-		t.Fatalf("test bed tools: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	opts := testbed.Options{Level: level, Tools: tools, Dir: t.TempDir()}
+	opts := testbed.Options{Level: level, Dir: t.TempDir()}
 	for _, o := range options {
 		o(&opts)
 	}
+	tools, err := TestBedTools(testbed.NeededTools(opts)...)
+	if err != nil {
+		t.Fatalf("test bed tools: %v", err)
+	}
+	opts.Tools = opts.Tools.Merge(tools)
+	// The deadline starts once the tools are there: a cold build is not the stack's start.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	// Benchmarks print every log line; tests only on failure or with -v.
 	if testing.Verbose() {
 		opts.Logf = t.Logf

@@ -190,16 +190,54 @@ func deployment(namespace, name string) *appsv1.Deployment {
 }
 
 // BuildStatic builds a main package as `make operator-binaries` does for an image: statically
-// linked (no cgo), for linux/goarch, without local paths.
+// linked (no cgo), for linux/goarch, without local paths. A binary PrebuildStatic built is
+// returned as it is.
 func BuildStatic(tb testing.TB, pkg, goarch string) string {
 	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), goarch, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, pkg)
+	prebuiltMu.Lock()
+	bin, ok := prebuilt[goarch+" "+pkg]
+	prebuiltMu.Unlock()
+	if ok {
+		return bin
+	}
+	dir := filepath.Join(tb.TempDir(), goarch)
+	if err := buildStatic(dir, goarch, pkg); err != nil {
+		tb.Fatal(err)
+	}
+	return filepath.Join(dir, filepath.Base(pkg))
+}
+
+var (
+	prebuiltMu sync.Mutex
+	// prebuilt maps "goarch package" to a binary PrebuildStatic built.
+	prebuilt = map[string]string{}
+)
+
+// PrebuildStatic builds the static binaries of pkgs for linux/goarch into dir with one go build,
+// for BuildStatic to return. A test binary whose tests have deadlines calls it from TestMain: a
+// cold build takes minutes, which must not be spent from a deadline meant for the cluster.
+func PrebuildStatic(dir, goarch string, pkgs ...string) error {
+	if err := buildStatic(dir, goarch, pkgs...); err != nil {
+		return err
+	}
+	prebuiltMu.Lock()
+	defer prebuiltMu.Unlock()
+	for _, pkg := range pkgs {
+		prebuilt[goarch+" "+pkg] = filepath.Join(dir, filepath.Base(pkg))
+	}
+	return nil
+}
+
+func buildStatic(dir, goarch string, pkgs ...string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("building %s for linux/%s: %v\n%s", pkg, goarch, err, out)
+		return fmt.Errorf("building %s for linux/%s: %w\n%s", strings.Join(pkgs, " "), goarch, err, out)
 	}
-	return bin
+	return nil
 }
 
 // FreeLoopbackAddr returns a loopback address nothing listens on right now.

@@ -69,21 +69,23 @@ func (u *Up) Run(ctx context.Context) error {
 	} else if st != nil {
 		return fmt.Errorf("a dev cluster is already recorded in %s (kubeconfig %s): run `csi-olm dev down` first", stateFile, st.Kubeconfig)
 	}
-	tools, err := testbed.FindTools()
+	dir := filepath.Join(u.Home, "dev")
+	opts := testbed.Options{
+		Level: level, Dir: dir, Detached: true, Registry: true, RealNode: u.Node == "real",
+		Logf: func(format string, args ...any) { fmt.Fprintf(u.Out, format+"\n", args...) },
+	}
+	tools, err := testbed.FindTools(testbed.NeededTools(opts)...)
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(u.Home, "dev")
+	opts.Tools = tools
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	s, err := testbed.Start(ctx, testbed.Options{
-		Level: level, Tools: tools, Dir: dir, Detached: true, Registry: true, RealNode: u.Node == "real",
-		Logf: func(format string, args ...any) { fmt.Fprintf(u.Out, format+"\n", args...) },
-	})
+	s, err := testbed.Start(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("starting the dev cluster (logs in %s): %w", filepath.Join(dir, "logs"), err)
 	}

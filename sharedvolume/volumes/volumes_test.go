@@ -1,13 +1,10 @@
-package controller
+package volumes
 
 import (
 	"reflect"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
@@ -44,9 +41,9 @@ func TestRecordedSpec(t *testing.T) {
 		{"no CSI source", &corev1.PersistentVolume{}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := recordedSpec(tt.pv)
+			got, ok := RecordedSpec(tt.pv)
 			if ok != tt.ok || (ok && got != spec) {
-				t.Errorf("recordedSpec = %+v, %v; want %+v, %v", got, ok, spec, tt.ok)
+				t.Errorf("RecordedSpec = %+v, %v; want %+v, %v", got, ok, spec, tt.ok)
 			}
 		})
 	}
@@ -62,27 +59,8 @@ func TestSpecEdits(t *testing.T) {
 		{v1alpha1.SharedVolumeSpec{FileSystemID: "fs-02", AccessPointID: "fsap-01"}, []string{"spec.fileSystemID from fs-01 to fs-02"}},
 		{v1alpha1.SharedVolumeSpec{FileSystemID: "fs-02", AccessPointID: "fsap-02"}, []string{"spec.fileSystemID from fs-01 to fs-02", "spec.accessPointID from fsap-01 to fsap-02"}},
 	} {
-		if got := specEdits(recorded, tt.spec); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("specEdits(%+v) = %q, want %q", tt.spec, got, tt.want)
+		if got := SpecEdits(recorded, tt.spec); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("SpecEdits(%+v) = %q, want %q", tt.spec, got, tt.want)
 		}
-	}
-}
-
-// TestRetriesAreCapped checks the backoff of a SharedVolume that keeps failing, as every one in
-// flight does while the API server is down: it grows, but never past retryCap, so each is tried
-// again soon after the server returns.
-func TestRetriesAreCapped(t *testing.T) {
-	l := retryLimiter()
-	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "data"}}
-	var delays []time.Duration
-	for range 40 {
-		delays = append(delays, l.When(req))
-	}
-	if delays[0] > 10*retryBase || delays[len(delays)-1] != retryCap {
-		t.Errorf("the first retry waits %v, the 40th %v: want at most %v, then exactly %v", delays[0], delays[len(delays)-1], 10*retryBase, retryCap)
-	}
-	l.Forget(req)
-	if d := l.When(req); d > 10*retryBase {
-		t.Errorf("after a success the next failure waits %v", d)
 	}
 }

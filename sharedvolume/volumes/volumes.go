@@ -1,6 +1,8 @@
-// Package controller reconciles SharedVolumes: for each one, a PersistentVolume for an EFS access
-// point and a PersistentVolumeClaim in the SharedVolume's namespace, pre-bound to each other.
-package controller
+// Package volumes maps a SharedVolume to its PersistentVolume for an EFS access point and its
+// PersistentVolumeClaim in the SharedVolume's namespace, pre-bound to each other, and reads a
+// SharedVolume's spec back from a volume. It is kept apart from the controller, with nothing but
+// the API types below it, so that fuzzing it compiles only what it uses.
+package volumes
 
 import (
 	"fmt"
@@ -25,23 +27,24 @@ const (
 	AllowedAccessPointsAnnotation = "aws-efs.managed.openshift.io/allowed-access-points"
 )
 
-var volumeSize = resource.MustParse("1Gi")
+// Size is the capacity of every SharedVolume's PV and PVC: EFS has no size, the API needs one.
+var Size = resource.MustParse("1Gi")
 
-// pvName is the PersistentVolume of a SharedVolume.
-func pvName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePV(sv.Namespace, sv.Name) }
+// PVName is the PersistentVolume of a SharedVolume.
+func PVName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePV(sv.Namespace, sv.Name) }
 
-// pvcName is the PersistentVolumeClaim of a SharedVolume, in its namespace.
-func pvcName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePVC(sv.Name) }
+// PVCName is the PersistentVolumeClaim of a SharedVolume, in its namespace.
+func PVCName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePVC(sv.Name) }
 
-// nameProblem says why a SharedVolume's name cannot make its PV and PVC, which the API server
+// NameProblem says why a SharedVolume's name cannot make its PV and PVC, which the API server
 // would refuse: the name is a label value on both (at most 63 characters, which the community
 // operator's API did not say), and the PV's name joins it with the namespace's.
-func nameProblem(sv *v1alpha1.SharedVolume) string {
+func NameProblem(sv *v1alpha1.SharedVolume) string {
 	if errs := validation.IsValidLabelValue(sv.Name); len(errs) > 0 {
 		return fmt.Sprintf("the name %s cannot label its PersistentVolume and claim (%s): create a SharedVolume with a name of at most %d characters",
 			sv.Name, strings.Join(errs, "; "), validation.LabelValueMaxLength)
 	}
-	for _, name := range []string{pvName(sv), pvcName(sv)} {
+	for _, name := range []string{PVName(sv), PVCName(sv)} {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			return fmt.Sprintf("the name %s cannot name its volume %s (%s): create a SharedVolume with a shorter name", sv.Name, name, strings.Join(errs, "; "))
 		}
@@ -49,18 +52,19 @@ func nameProblem(sv *v1alpha1.SharedVolume) string {
 	return ""
 }
 
-func ownerLabels(sv *v1alpha1.SharedVolume) map[string]string {
+// OwnerLabels are the labels that mark a PV or PVC as a SharedVolume's own.
+func OwnerLabels(sv *v1alpha1.SharedVolume) map[string]string {
 	return map[string]string{efs.SharedVolumeOwnerNamespaceLabel: sv.Namespace, efs.SharedVolumeOwnerNameLabel: sv.Name, efs.CommunityOwnedLabel: "true"}
 }
 
-// ownedBy reports whether an object carries the ownership labels of this SharedVolume.
-func ownedBy(obj metav1.Object, sv *v1alpha1.SharedVolume) bool {
+// OwnedBy reports whether an object carries the ownership labels of this SharedVolume.
+func OwnedBy(obj metav1.Object, sv *v1alpha1.SharedVolume) bool {
 	l := obj.GetLabels()
 	return l[efs.SharedVolumeOwnerNamespaceLabel] == sv.Namespace && l[efs.SharedVolumeOwnerNameLabel] == sv.Name
 }
 
 // owner describes who an object belongs to, for collision messages.
-func owner(obj metav1.Object) string {
+func Owner(obj metav1.Object) string {
 	l := obj.GetLabels()
 	if l[efs.SharedVolumeOwnerNamespaceLabel] != "" {
 		return fmt.Sprintf("SharedVolume %s/%s", l[efs.SharedVolumeOwnerNamespaceLabel], l[efs.SharedVolumeOwnerNameLabel])
@@ -68,17 +72,18 @@ func owner(obj metav1.Object) string {
 	return "no SharedVolume"
 }
 
-func desiredPV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
+// PV is the PersistentVolume a SharedVolume asks for, reserved for its claim.
+func PV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
 	return &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: pvName(sv), Labels: ownerLabels(sv)},
+		ObjectMeta: metav1.ObjectMeta{Name: PVName(sv), Labels: OwnerLabels(sv)},
 		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: volumeSize},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: Size},
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			VolumeMode:                    ptr.To(corev1.PersistentVolumeFilesystem),
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			StorageClassName:              efs.StorageClass,
 			// Pre-bound: only the SharedVolume's own claim can ever bind this volume.
-			ClaimRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: sv.Namespace, Name: pvcName(sv)},
+			ClaimRef: &corev1.ObjectReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Namespace: sv.Namespace, Name: PVCName(sv)},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 				Driver:       efs.DriverName,
 				VolumeHandle: sv.Spec.FileSystemID + "::" + sv.Spec.AccessPointID,
@@ -87,24 +92,25 @@ func desiredPV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
 	}
 }
 
-func desiredPVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
+// PVC is the PersistentVolumeClaim a SharedVolume asks for, naming its volume.
+func PVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: pvcName(sv), Labels: ownerLabels(sv)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: PVCName(sv), Labels: OwnerLabels(sv)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 			StorageClassName: ptr.To(efs.StorageClass),
-			VolumeName:       pvName(sv),
+			VolumeName:       PVName(sv),
 			VolumeMode:       ptr.To(corev1.PersistentVolumeFilesystem),
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: volumeSize}},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: Size}},
 		},
 	}
 }
 
-// recordedSpec reads back, from a PV made for a SharedVolume, the spec it was made from: the
+// RecordedSpec reads back, from a PV made for a SharedVolume, the spec it was made from: the
 // current form (volumeHandle <fs>::<fsap>) or the community operator's older one (volumeHandle
 // <fs> with mount options tls and accesspoint=<fsap>). It reports false for any other volume,
 // whose spec no SharedVolume could have asked for.
-func recordedSpec(pv *corev1.PersistentVolume) (v1alpha1.SharedVolumeSpec, bool) {
+func RecordedSpec(pv *corev1.PersistentVolume) (v1alpha1.SharedVolumeSpec, bool) {
 	csi := pv.Spec.CSI
 	if csi == nil || csi.Driver != efs.DriverName {
 		return v1alpha1.SharedVolumeSpec{}, false
@@ -128,15 +134,15 @@ func recordedSpec(pv *corev1.PersistentVolume) (v1alpha1.SharedVolumeSpec, bool)
 	return v1alpha1.SharedVolumeSpec{}, false
 }
 
-// mountsSameAccessPoint reports whether an existing PV mounts the SharedVolume's access point.
-func mountsSameAccessPoint(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) bool {
-	recorded, ok := recordedSpec(pv)
+// MountsSameAccessPoint reports whether an existing PV mounts the SharedVolume's access point.
+func MountsSameAccessPoint(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) bool {
+	recorded, ok := RecordedSpec(pv)
 	return ok && recorded == sv.Spec
 }
 
-// specEdits describes how a spec differs from the one a PV records, field by field, from the
+// SpecEdits describes how a spec differs from the one a PV records, field by field, from the
 // recorded value to the edited one: "spec.fileSystemID from fs-01 to fs-02".
-func specEdits(recorded, spec v1alpha1.SharedVolumeSpec) []string {
+func SpecEdits(recorded, spec v1alpha1.SharedVolumeSpec) []string {
 	var edits []string
 	for _, f := range []struct{ field, was, now string }{
 		{"spec.fileSystemID", recorded.FileSystemID, spec.FileSystemID},
@@ -150,7 +156,7 @@ func specEdits(recorded, spec v1alpha1.SharedVolumeSpec) []string {
 }
 
 // allowed checks a SharedVolume against its namespace's allow-list, and says why not.
-func allowed(ns *corev1.Namespace, sv *v1alpha1.SharedVolume) (bool, string) {
+func Allowed(ns *corev1.Namespace, sv *v1alpha1.SharedVolume) (bool, string) {
 	for _, rule := range []struct{ annotation, id, what string }{
 		{AllowedFileSystemsAnnotation, sv.Spec.FileSystemID, "file system"},
 		{AllowedAccessPointsAnnotation, sv.Spec.AccessPointID, "access point"},

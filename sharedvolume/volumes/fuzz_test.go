@@ -1,4 +1,4 @@
-package controller
+package volumes
 
 import (
 	"regexp"
@@ -66,13 +66,13 @@ func FuzzSharedVolumeMapping(f *testing.F) {
 				return
 			}
 		}
-		if why := nameProblem(sv); why != "" {
+		if why := NameProblem(sv); why != "" {
 			if !strings.Contains(why, name) {
 				t.Errorf("the refusal %q does not name the SharedVolume %s", why, name)
 			}
 			return
 		}
-		pv, pvc := desiredPV(sv), desiredPVC(sv)
+		pv, pvc := PV(sv), PVC(sv)
 		for _, n := range []string{pv.Name, pvc.Name} {
 			if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
 				t.Errorf("%s/%s maps to the name %q, which the API server refuses: %v", namespace, name, n, errs)
@@ -83,10 +83,10 @@ func FuzzSharedVolumeMapping(f *testing.F) {
 				t.Errorf("%s/%s maps to labels the API server refuses: %v", namespace, name, errs)
 			}
 		}
-		if got, ok := recordedSpec(pv); !ok || got != sv.Spec || !mountsSameAccessPoint(pv, sv) {
+		if got, ok := RecordedSpec(pv); !ok || got != sv.Spec || !MountsSameAccessPoint(pv, sv) {
 			t.Errorf("the PV of %s/%s records %+v (%v), not its spec %+v", namespace, name, got, ok, sv.Spec)
 		}
-		if !ownedBy(pv, sv) || !ownedBy(pvc, sv) {
+		if !OwnedBy(pv, sv) || !OwnedBy(pvc, sv) {
 			t.Errorf("the PV and PVC of %s/%s are not labelled as its own", namespace, name)
 		}
 		if ref := pv.Spec.ClaimRef; ref == nil || ref.Namespace != namespace || ref.Name != pvc.Name || pvc.Spec.VolumeName != pv.Name {
@@ -95,7 +95,7 @@ func FuzzSharedVolumeMapping(f *testing.F) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Annotations: map[string]string{
 			AllowedFileSystemsAnnotation: "fs-other, " + fsID, AllowedAccessPointsAnnotation: apID,
 		}}}
-		if ok, why := allowed(ns, sv); !ok {
+		if ok, why := Allowed(ns, sv); !ok {
 			t.Errorf("a namespace allowing exactly %s and %s refuses %s/%s: %s", fsID, apID, namespace, name, why)
 		}
 	})
