@@ -51,6 +51,9 @@ TEST_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kw
 	registry opm grpc_health_probe storage-manifest-check csi-provisioner olm-crds
 E2E_TOOLS := $(TEST_TOOLS) kubelet kube-proxy pause coredns olm catalog kube-rbac-proxy
 
+# $(call beside,A,B) runs A in the background while B runs, waits for both, and fails if either did.
+beside = $(1) & beside=$$!; rc=0; $(2) || rc=$$?; wait $$beside || rc=$$?; exit $$rc
+
 # The operator package's campaigns and corpus, about half of its time: a test process of their own.
 OPERATOR_CAMPAIGNS := ^(TestDriverNeverDeletedUnderAVolume|TestOperatorKillCampaign|TestControlPlaneFaultsConverge|TestClusterCSIDriverCorpus)$$
 
@@ -62,10 +65,9 @@ OPERATOR_CAMPAIGNS := ^(TestDriverNeverDeletedUnderAVolume|TestOperatorKillCampa
 # under the race detector; their concurrency (registry.PinAll) is race-tested in images/registry.
 test: test-tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
 	$(GO) test -race -count=1 -run '^$$' ./operator/
-	$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/ & campaigns=$$!; \
-	rc=0; $(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -skip '$(OPERATOR_CAMPAIGNS)' \
-		$$($(GO) list ./... | grep -v -e /test/e2e -e /release$$) || rc=$$?; \
-	wait $$campaigns || rc=$$?; exit $$rc
+	$(call beside,$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/,\
+		$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -skip '$(OPERATOR_CAMPAIGNS)' \
+		$$($(GO) list ./... | grep -v -e /test/e2e -e /release$$))
 	$(TOOL_ENV) $(GO) test -count=1 -timeout 30m ./release/...
 
 # The campaigns' long forms that CI runs: `make test` runs their short forms.
@@ -75,9 +77,7 @@ E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO) test -count=1 -timeout 30m -run '
 e2e: e2e-tools node-deps ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
 	@# Side by side: both mostly wait on their own clusters, and one after the other would take
 	@# six minutes more.
-	$(E2E_CAMPAIGNS) & campaigns=$$!; \
-	rc=0; $(GO) test -count=1 -timeout 30m ./test/e2e/... || rc=$$?; \
-	wait $$campaigns || rc=$$?; exit $$rc
+	$(call beside,$(E2E_CAMPAIGNS),$(GO) test -count=1 -timeout 30m ./test/e2e/...)
 
 .PHONY: test-tools e2e-tools
 test-tools:
