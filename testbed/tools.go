@@ -3,6 +3,7 @@ package testbed
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,13 +90,7 @@ func NeededTools(opts Options) []string {
 // AllTools lists the hack/tools.sh name of every tool a stack can run.
 func AllTools() []string {
 	var t Tools
-	return slices.Sorted(func(yield func(string) bool) {
-		for name := range t.toolNames() {
-			if !yield(name) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(t.toolNames()))
 }
 
 // FindTools asks the repository's hack/tools.sh for the named tools (every tool when none is
