@@ -2,14 +2,17 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/csi/csiconfigobservercontroller"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -21,7 +24,12 @@ import (
 //     (see adoption.go), the controllers see Unmanaged and touch nothing;
 //   - uninstall: until no EFS PersistentVolume is left (see uninstall.go), a Removed or deleted
 //     CR is shown to them as Managed and not deleted, so the driver keeps serving its volumes;
-//     after that, a deleted CR is shown as Removed.
+//     after that, a deleted CR is shown as Removed;
+//   - TLS profile: until the config observer has recorded the cluster's TLS profile in the CR's
+//     observedConfig, a Managed CR is shown as Unmanaged. library-go fills the controller's
+//     ${TLS_CIPHER_SUITES} and ${TLS_MIN_VERSION} from observedConfig and leaves them as they are
+//     when it is empty, so on a new install the first Deployment would otherwise give
+//     kube-rbac-proxy those literal strings as flags, and a second rollout would follow.
 //
 // A gate that opens or closes is no event of the CR's informer, so the operand controllers would
 // only see the change at their next event or resync, minutes later. A restarted operator finds
@@ -126,7 +134,7 @@ func (c *gatedClient) view(spec *operatorv1.OperatorSpec) *operatorv1.OperatorSp
 			state = operatorv1.Managed
 		}
 	}
-	if state == operatorv1.Managed && !c.gate.adopted.Load() {
+	if state == operatorv1.Managed && (!c.gate.adopted.Load() || !tlsProfileObserved(spec)) {
 		state = operatorv1.Unmanaged
 	}
 	if state == spec.ManagementState {
@@ -135,6 +143,25 @@ func (c *gatedClient) view(spec *operatorv1.OperatorSpec) *operatorv1.OperatorSp
 	spec = spec.DeepCopy()
 	spec.ManagementState = state
 	return spec
+}
+
+// tlsProfileObserved reports whether observedConfig holds both values library-go substitutes
+// into the controller Deployment's TLS placeholders. A custom profile without a minimum version
+// is recorded as an empty string, which library-go replaces with its default: that counts.
+func tlsProfileObserved(spec *operatorv1.OperatorSpec) bool {
+	if len(spec.ObservedConfig.Raw) == 0 {
+		return false
+	}
+	var config map[string]any
+	if err := json.Unmarshal(spec.ObservedConfig.Raw, &config); err != nil {
+		return false
+	}
+	_, suites, err := unstructured.NestedStringSlice(config, csiconfigobservercontroller.CipherSuitesPath()...)
+	if err != nil {
+		return false
+	}
+	_, minVersion, err := unstructured.NestedString(config, csiconfigobservercontroller.MinTLSVersionPath()...)
+	return err == nil && suites && minVersion
 }
 
 func (c *gatedClient) Informer() cache.SharedIndexInformer {

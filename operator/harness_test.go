@@ -3,13 +3,16 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -179,5 +182,53 @@ func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// workloadVersion is one version of an operand Deployment or DaemonSet as the API server stored it.
+type workloadVersion struct {
+	kind, name, resourceVersion string
+	pod                         corev1.PodSpec
+}
+
+// recordWorkloads watches the operator's namespace for Deployments and DaemonSets from now on.
+// The returned function stops the watches and returns every version written, so a test can
+// check what the cluster was given at each step, not only how it ended.
+func (h *harness) recordWorkloads(ctx context.Context) func() []workloadVersion {
+	h.t.Helper()
+	deployments, err := h.kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{})
+	must(h.t, err)
+	daemonSets, err := h.kube.AppsV1().DaemonSets(ns).Watch(ctx, metav1.ListOptions{})
+	must(h.t, err)
+	var (
+		mu       sync.Mutex
+		versions []workloadVersion
+		wg       sync.WaitGroup
+	)
+	for _, w := range []watch.Interface{deployments, daemonSets} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ev := range w.ResultChan() {
+				var v workloadVersion
+				switch obj := ev.Object.(type) {
+				case *appsv1.Deployment:
+					v = workloadVersion{"Deployment", obj.Name, obj.ResourceVersion, obj.Spec.Template.Spec}
+				case *appsv1.DaemonSet:
+					v = workloadVersion{"DaemonSet", obj.Name, obj.ResourceVersion, obj.Spec.Template.Spec}
+				default:
+					continue
+				}
+				mu.Lock()
+				versions = append(versions, v)
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() []workloadVersion {
+		deployments.Stop()
+		daemonSets.Stop()
+		wg.Wait()
+		return versions
 	}
 }

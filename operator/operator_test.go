@@ -73,9 +73,10 @@ func (h *harness) actAsCloudCredentialOperator(ctx context.Context) {
 func TestInstallFromNothing(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{})
-	h.runOperator()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	versions := h.recordWorkloads(ctx)
+	h.runOperator()
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	h.actAsCloudCredentialOperator(ctx)
 
@@ -121,8 +122,20 @@ func TestInstallFromNothing(t *testing.T) {
 		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
 			t.Errorf("controller container %s is privileged: only the node DaemonSet may be", c.Name)
 		}
-		if strings.Contains(strings.Join(c.Args, " "), "${") {
-			t.Errorf("controller container %s has unfilled placeholders: %v", c.Name, c.Args)
+	}
+	// Every version counts, not only the last: the cluster runs pods from each one it is given.
+	all := append(versions(), workloadVersion{"Deployment", deploy.Name, deploy.ResourceVersion, deploy.Spec.Template.Spec})
+	if len(all) < 3 {
+		t.Errorf("recorded %d versions of the operand workloads, want the Deployment's and the DaemonSet's at least", len(all)-1)
+	}
+	reported := map[string]bool{}
+	for _, v := range all {
+		for _, p := range unfilledPlaceholders(v.pod) {
+			// A status update repeats the spec: each problem is reported at its first version.
+			if key := v.kind + "/" + v.name + ": " + p; !reported[key] {
+				reported[key] = true
+				t.Errorf("%s %s from resourceVersion %s: %s", v.kind, v.name, v.resourceVersion, p)
+			}
 		}
 	}
 	// Rotating the credentials changes the pod template, which restarts the controller.
@@ -170,6 +183,25 @@ func TestSingleNodeRunsOneControllerReplica(t *testing.T) {
 	if err := h.c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err == nil {
 		t.Error("a CredentialsRequest was created in Manual credentials mode without ROLEARN")
 	}
+}
+
+// unfilledPlaceholders lists the containers' arguments and environment values that still hold a
+// ${...} placeholder of the shipped manifests.
+func unfilledPlaceholders(pod corev1.PodSpec) []string {
+	var found []string
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+		for _, a := range append(slices.Clone(c.Command), c.Args...) {
+			if strings.Contains(a, "${") {
+				found = append(found, fmt.Sprintf("container %s has argument %q", c.Name, a))
+			}
+		}
+		for _, e := range c.Env {
+			if strings.Contains(e.Value, "${") {
+				found = append(found, fmt.Sprintf("container %s has %s=%q", c.Name, e.Name, e.Value))
+			}
+		}
+	}
+	return found
 }
 
 // credentialsHash is the pod-template annotation library-go derives from the credentials secret.
