@@ -10,6 +10,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/internal/option"
 )
 
 // Formats the verb prints: a report, the changes as data, or a package's graph with the changes
@@ -19,6 +20,9 @@ var Formats = []string{"text", "json", "dot", "mermaid", "svg", "png"}
 // Diff is the verb.
 type Diff struct {
 	Old, New string
+	// Environment is what else the cluster has, the same for both catalogs: catalogs providing
+	// dependencies, installed operators.
+	Environment simulate.Environment
 	// Breaking reports only the changes that strand users, and fails when there is one.
 	Breaking bool
 	Output   string
@@ -33,7 +37,7 @@ func (d *Diff) Run(ctx context.Context) error {
 	if !slices.Contains(Formats, d.Output) {
 		return fmt.Errorf("unknown output %q: use %s", d.Output, strings.Join(Formats, ", "))
 	}
-	var catalogs []simulate.Catalog
+	var opened []*simulate.Opened
 	for _, c := range []struct{ name, arg string }{{"old", d.Old}, {"new", d.New}} {
 		o, err := simulate.Open(ctx, c.arg)
 		if err != nil {
@@ -41,14 +45,15 @@ func (d *Diff) Run(ctx context.Context) error {
 		}
 		defer o.Close()
 		o.Name = c.name
-		catalogs = append(catalogs, o.Catalog)
+		opened = append(opened, o)
 	}
-	sim, err := simulate.New(ctx, catalogs...)
+	opened[1].VersionOf = "old"
+	sim, existing, closeEnv, err := d.Environment.Simulator(ctx, opened...)
 	if err != nil {
 		return err
 	}
-	defer sim.Close()
-	report, err := Compare(ctx, d.Old, d.New, sim)
+	defer closeEnv()
+	report, err := Compare(ctx, d.Old, d.New, sim, existing)
 	if err != nil {
 		return err
 	}
@@ -84,11 +89,11 @@ func (d *Diff) picture(ctx context.Context, report *Report, sim *simulate.Simula
 			}
 		}
 		if len(changed) != 1 {
-			return fmt.Errorf("a picture shows one package and %d changed (%s): name one with --package", len(changed), strings.Join(changed, ", "))
+			return option.Errorf("Package", "a picture shows one package and %d changed (%s): name one", len(changed), strings.Join(changed, ", "))
 		}
 		pkg = changed[0]
 	}
-	g, err := Picture(pkg, sim.Config("old"), sim.Config("new"))
+	g, err := Picture(pkg, sim.Index("old"), sim.Index("new"))
 	if err != nil {
 		return err
 	}
@@ -110,6 +115,7 @@ func Text(r *Report, breakingOnly bool) string {
 		} else {
 			b.WriteString("no changes\n")
 		}
+		b.WriteString(alreadyBroken(r))
 		return b.String()
 	}
 	pkg := ""
@@ -130,5 +136,19 @@ func Text(r *Report, breakingOnly bool) string {
 		fmt.Fprintf(&b, "  %s %s\n", sign, c.Message)
 	}
 	fmt.Fprintf(&b, "%d change(s), %d breaking\n", len(r.Changes), len(r.Breaking()))
+	b.WriteString(alreadyBroken(r))
+	return b.String()
+}
+
+// alreadyBroken lists, apart from the changes, what the old catalog already did wrong.
+func alreadyBroken(r *Report) string {
+	if len(r.AlreadyBroken) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "already stranded before this change (%d start(s), not changes):\n", len(r.AlreadyBroken))
+	for _, c := range r.AlreadyBroken {
+		fmt.Fprintf(&b, "  package %s: %s\n", c.Package, c.Message)
+	}
 	return b.String()
 }

@@ -91,8 +91,14 @@ func run(t *testing.T, change func(*declcfg.DeclarativeConfig)) (*diff.Report, e
 	t.Helper()
 	newCfg := base(t)
 	change(newCfg)
+	return runJSON(t, &diff.Diff{Old: write(t, base(t)), New: write(t, newCfg), Breaking: true})
+}
+
+// runJSON runs the verb with its output in JSON, and reads the report back.
+func runJSON(t *testing.T, d *diff.Diff) (*diff.Report, error) {
+	t.Helper()
 	var out bytes.Buffer
-	d := &diff.Diff{Old: write(t, base(t)), New: write(t, newCfg), Breaking: true, Output: "json", Out: &out}
+	d.Output, d.Out = "json", &out
 	err := d.Run(context.Background())
 	var r diff.Report
 	if jerr := json.Unmarshal(out.Bytes(), &r); jerr != nil {
@@ -138,7 +144,7 @@ func TestBreakingChanges(t *testing.T) {
 					ch.Entries[i].Replaces = synthcatalog.BundleName(middle, "1.1.0")
 				}
 			}
-		}, []string{"stranded " + middle + " stable synthetic-skipped-middle.v1.2.0: it is removed, and users on it are stranded, no bundle of channel \"stable\" replaces or skips synthetic-skipped-middle.v1.2.0"}},
+		}, []string{"stranded " + middle + " stable synthetic-skipped-middle.v1.2.0: it is removed, and users on it reached the head synthetic-skipped-middle.v1.3.0 and are now stranded at synthetic-skipped-middle.v1.2.0: no bundle of channel \"stable\" replaces or skips synthetic-skipped-middle.v1.2.0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := run(t, tc.change)

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
-
 	"github.com/csi-olm/csi-olm/catalog/graph"
+	"github.com/csi-olm/csi-olm/catalog/index"
 )
 
 var (
@@ -16,8 +15,8 @@ var (
 
 // Picture is a package's upgrade graph in the new catalog with what the old one had and the new
 // lacks put back, marked removed, and what only the new one has marked added.
-func Picture(pkg string, oldCfg, newCfg *declcfg.DeclarativeConfig) (*graph.Package, error) {
-	o, n := buildOne(pkg, oldCfg), buildOne(pkg, newCfg)
+func Picture(pkg string, oldCatalog, newCatalog *index.Catalog) (*graph.Package, error) {
+	o, n := buildOne(pkg, oldCatalog), buildOne(pkg, newCatalog)
 	switch {
 	case o == nil && n == nil:
 		return nil, fmt.Errorf("package %q is in neither catalog", pkg)
@@ -69,8 +68,8 @@ func Picture(pkg string, oldCfg, newCfg *declcfg.DeclarativeConfig) (*graph.Pack
 	return g, nil
 }
 
-func buildOne(pkg string, cfg *declcfg.DeclarativeConfig) *graph.Package {
-	for _, p := range graph.Build("diff", cfg, nil) {
+func buildOne(pkg string, c *index.Catalog) *graph.Package {
+	for _, p := range graph.Build("diff", c, nil) {
 		if p.Name == pkg {
 			return &p
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
+	"github.com/csi-olm/csi-olm/internal/option"
 )
 
 // OpmImage is the opm image catalog images are built from: the operator-registry version this
@@ -56,7 +57,7 @@ func (g *Generate) Run(ctx context.Context) error {
 	if g.BundleImage != "" {
 		var err error
 		if tmpl, err = template.New("bundle-image").Option("missingkey=error").Parse(g.BundleImage); err != nil {
-			return fmt.Errorf("--bundle-image: %w", err)
+			return &option.Error{Field: "BundleImage", Err: err}
 		}
 	}
 	configs := map[definition.Catalog]*declcfg.DeclarativeConfig{}
@@ -157,10 +158,10 @@ func (g *Generate) addOperator(cfg *declcfg.DeclarativeConfig, o *definition.Ope
 func bundleImage(tmpl *template.Template, pkg, name, version string) (string, error) {
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, struct{ Package, Name, Version string }{pkg, name, version}); err != nil {
-		return "", fmt.Errorf("--bundle-image: %w", err)
+		return "", &option.Error{Field: "BundleImage", Err: err}
 	}
 	if _, err := reference.ParseNormalizedNamed(buf.String()); err != nil {
-		return "", fmt.Errorf("--bundle-image gives %q, which is not an image reference: %w", buf.String(), err)
+		return "", option.Errorf("BundleImage", "gives %q, which is not an image reference: %w", buf.String(), err)
 	}
 	return buf.String(), nil
 }

@@ -236,7 +236,7 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 			ops[3].Releases[1].Version = "4.6.0"
 			ops[3].Releases[1].Replaces = "manila-csi-driver-operator.v4.5.0"
 		}, "manila-csi-driver-operator.v4.6.0: rendering ../../bundle/manila-csi-driver-operator/4.6.0 (run `csi-olm bundle generate` first)"},
-		{"template that does not parse", "registry.example/{{.Package", nil, "--bundle-image: template"},
+		{"template that does not parse", "registry.example/{{.Package", nil, "BundleImage: template"},
 		{"template with an unknown field", "registry.example/{{.Flavour}}:v1", nil, "can't evaluate field Flavour"},
 		{"template that gives no image reference", "Registry Example/{{.Package}}", nil, `which is not an image reference`},
 		{"certified head that misses a community version", "", func(ops []d.Operator) {

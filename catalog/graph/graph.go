@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
-
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
+	"github.com/csi-olm/csi-olm/internal/option"
 )
 
 // Formats the verb writes; svg and png go through Graphviz's dot.
@@ -46,7 +46,7 @@ func (g *Graph) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var community *declcfg.DeclarativeConfig
+	var community *index.Catalog
 	if g.Community != "" {
 		if community, err = loadValid(ctx, g.Community); err != nil {
 			return err
@@ -68,7 +68,7 @@ func (g *Graph) Run(ctx context.Context) error {
 	if g.OutputDir == "" {
 		f := g.Formats[0]
 		if f == "svg" || f == "png" {
-			return fmt.Errorf("--format %s needs --output-dir", f)
+			return option.Errorf("OutputDir", "the %s format writes files: name the directory", f)
 		}
 		for _, p := range graphs {
 			out, _ := Render(ctx, p, f, g.Dot)
@@ -123,7 +123,7 @@ func Render(ctx context.Context, p Package, format, dot string) ([]byte, error) 
 }
 
 // loadValid loads a catalog and refuses one with load errors: a graph of half a catalog misleads.
-func loadValid(ctx context.Context, dir string) (*declcfg.DeclarativeConfig, error) {
+func loadValid(ctx context.Context, dir string) (*index.Catalog, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, fmt.Errorf("reading catalog: %w", err)
 	}
@@ -135,5 +135,5 @@ func loadValid(ctx context.Context, dir string) (*declcfg.DeclarativeConfig, err
 		}
 		return nil, fmt.Errorf("cannot draw %s:\n%s", dir, strings.Join(lines, "\n"))
 	}
-	return c.Config, nil
+	return index.New(c.Config), nil
 }

@@ -92,7 +92,7 @@ func TestGraphErrors(t *testing.T) {
 		{"missing catalog", graph.Graph{Dir: "../nowhere", Formats: []string{"dot"}}, "reading catalog"},
 		{"broken catalog", graph.Graph{Dir: broken, Formats: []string{"dot"}}, "not valid YAML or JSON"},
 		{"unknown package", graph.Graph{Dir: "../certified", Package: "nope", Formats: []string{"dot"}}, `package "nope" is not in ../certified`},
-		{"picture to stdout", graph.Graph{Dir: "../certified", Formats: []string{"svg"}}, "--format svg needs --output-dir"},
+		{"picture to stdout", graph.Graph{Dir: "../certified", Formats: []string{"svg"}}, "OutputDir: the svg format writes files"},
 		{"no graphviz", graph.Graph{Dir: "../certified", Formats: []string{"svg"}, OutputDir: t.TempDir(), Dot: "/nonexistent/dot"}, "Graphviz"},
 	}
 	for _, tt := range tests {

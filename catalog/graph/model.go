@@ -9,9 +9,8 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
-	"github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
@@ -109,54 +108,53 @@ func (g *Package) HasNode(id string) bool {
 	return false
 }
 
-// Build computes the upgrade graph of every package in cfg. Bundles of community, when given,
+// Build computes the upgrade graph of every package in c. Bundles of community, when given,
 // appear as foreign nodes wherever an edge comes from them.
-func Build(catalogName string, cfg, community *declcfg.DeclarativeConfig) []Package {
-	versions := bundleVersions(cfg)
-	foreignVersions := map[string]map[string]semver.Version{}
-	if community != nil {
-		foreignVersions = bundleVersions(community)
-	}
-	channelsByPkg := map[string][]declcfg.Channel{}
-	for _, ch := range cfg.Channels {
-		channelsByPkg[ch.Package] = append(channelsByPkg[ch.Package], ch)
-	}
+func Build(catalogName string, c, community *index.Catalog) []Package {
 	var out []Package
-	for _, p := range cfg.Packages {
+	for _, p := range c.Packages() {
+		if p.Decl == nil {
+			continue
+		}
+		var foreignPkg *index.Package
+		if community != nil {
+			foreignPkg = community.Package(p.Name)
+		}
 		g := Package{Catalog: catalogName, Name: p.Name}
 		foreign := map[string]Node{}
-		chans := channelsByPkg[p.Name]
-		sort.Slice(chans, func(i, j int) bool { return chans[i].Name < chans[j].Name })
-		for _, ch := range chans {
-			g.Channels = append(g.Channels, buildChannel(&g, ch, p.DefaultChannel, versions[p.Name], foreignVersions[p.Name], foreign))
+		for _, ch := range p.SortedChannels() {
+			g.Channels = append(g.Channels, buildChannel(&g, ch, p.DefaultChannel(), foreignPkg, foreign))
 		}
 		for _, id := range slices.Sorted(maps.Keys(foreign)) {
 			g.Foreign = append(g.Foreign, foreign[id])
 		}
 		out = append(out, g)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, versions, foreignVersions map[string]semver.Version, foreign map[string]Node) Channel {
-	head := validation.Head(&ch)
-	entries := append([]declcfg.ChannelEntry(nil), ch.Entries...)
-	sort.Slice(entries, func(i, j int) bool { return versions[entries[i].Name].LT(versions[entries[j].Name]) })
+func buildChannel(g *Package, ch *index.Channel, defaultChannel string, foreignPkg *index.Package, foreign map[string]Node) Channel {
+	head := ch.Head()
+	entries := slices.Clone(ch.Entries)
+	sort.SliceStable(entries, func(i, j int) bool { return versionOf(entries[i]).LT(versionOf(entries[j])) })
 	c := Channel{Name: ch.Name, Default: ch.Name == defaultChannel}
-	inChannel := map[string]bool{}
-	for _, e := range entries {
-		inChannel[e.Name] = true
+	var foreignBundles []*index.Bundle
+	if foreignPkg != nil {
+		for _, name := range slices.Sorted(maps.Keys(foreignPkg.Bundles)) {
+			foreignBundles = append(foreignBundles, foreignPkg.Bundles[name])
+		}
 	}
 	nodeID := func(bundle string) string {
-		if inChannel[bundle] {
+		if ch.Entry(bundle) != nil {
 			return NodeID(ch.Name, bundle)
 		}
 		id := ForeignNodeID(bundle)
 		if _, ok := foreign[id]; !ok {
 			label := bundle
-			if v, ok := foreignVersions[bundle]; ok {
-				label = "community " + v.String()
+			if foreignPkg != nil {
+				if v := foreignPkg.Version(bundle); v != nil {
+					label = "community " + v.String()
+				}
 			}
 			foreign[id] = Node{ID: id, Label: label, Foreign: true}
 		}
@@ -164,48 +162,40 @@ func buildChannel(g *Package, ch declcfg.Channel, defaultChannel string, version
 	}
 	for _, e := range entries {
 		label := e.Name
-		if v, ok := versions[e.Name]; ok {
-			label = v.String()
+		if e.Version != nil {
+			label = e.Version.String()
 		}
 		to := NodeID(ch.Name, e.Name)
 		c.Nodes = append(c.Nodes, Node{ID: to, Label: label, Head: e.Name == head})
 		// Every edge the entry declares is drawn, a bundle both skipped and in the skipRange
 		// twice, so that the picture shows the catalog as written; only the replaced bundle is
 		// not drawn again for the range.
-		rule, _ := upgrade.Edges{Replaces: e.Replaces, Skips: e.Skips, SkipRange: e.SkipRange}.Compile()
-		if e.Replaces != "" {
-			g.Edges = append(g.Edges, Edge{From: nodeID(e.Replaces), To: to, Kind: Replaces})
+		if e.Decl.Replaces != "" {
+			g.Edges = append(g.Edges, Edge{From: nodeID(e.Decl.Replaces), To: to, Kind: Replaces})
 		}
-		for _, s := range e.Skips {
+		for _, s := range e.Decl.Skips {
 			g.Edges = append(g.Edges, Edge{From: nodeID(s), To: to, Kind: Skips})
 		}
 		for _, other := range entries {
-			if v, ok := versions[other.Name]; ok && other.Name != e.Name && other.Name != e.Replaces && rule.InRange(v) {
+			if other.Version != nil && other.Name != e.Name && other.Name != e.Decl.Replaces && e.Rule.InRange(*other.Version) {
 				g.Edges = append(g.Edges, Edge{From: nodeID(other.Name), To: to, Kind: SkipRange})
 			}
 		}
-		for _, name := range slices.Sorted(maps.Keys(foreignVersions)) {
-			if name != e.Replaces && !inChannel[name] && rule.InRange(foreignVersions[name]) {
-				g.Edges = append(g.Edges, Edge{From: nodeID(name), To: to, Kind: SkipRange})
+		for _, b := range foreignBundles {
+			if b.Version != nil && b.Name != e.Decl.Replaces && ch.Entry(b.Name) == nil && e.Rule.InRange(*b.Version) {
+				g.Edges = append(g.Edges, Edge{From: nodeID(b.Name), To: to, Kind: SkipRange})
 			}
 		}
 	}
 	return c
 }
 
-// bundleVersions maps package -> bundle name -> version (from olm.package).
-func bundleVersions(cfg *declcfg.DeclarativeConfig) map[string]map[string]semver.Version {
-	out := map[string]map[string]semver.Version{}
-	for i := range cfg.Bundles {
-		b := &cfg.Bundles[i]
-		if v := validation.BundleVersion(b); v != nil {
-			if out[b.Package] == nil {
-				out[b.Package] = map[string]semver.Version{}
-			}
-			out[b.Package][b.Name] = *v
-		}
+// versionOf orders entries without a version first.
+func versionOf(e *index.Entry) semver.Version {
+	if e.Version == nil {
+		return semver.Version{}
 	}
-	return out
+	return *e.Version
 }
 
 // title names a graph in its drawing.

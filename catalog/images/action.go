@@ -9,6 +9,8 @@ import (
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/internal/option"
 )
 
 // The output formats of `csi-olm catalog images`.
@@ -39,9 +41,9 @@ type Images struct {
 func (a *Images) Run(ctx context.Context) error {
 	switch {
 	case a.Format == FormatIDMS && a.Mirror == "":
-		return fmt.Errorf("--format idms needs --mirror, the registry the cluster pulls from instead")
+		return option.Errorf("Mirror", "the idms format needs the registry the cluster pulls from instead")
 	case a.Format == FormatImageSet && a.CatalogImage == "":
-		return fmt.Errorf("--format imageset needs --catalog-image, the image the catalog is published in")
+		return option.Errorf("CatalogImage", "the imageset format needs the image the catalog is published in")
 	}
 	cfg, err := declcfg.LoadFS(ctx, os.DirFS(a.Catalog))
 	if err != nil {

@@ -3,15 +3,16 @@ package simulate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/internal/kube"
 )
 
@@ -26,7 +27,10 @@ type Simulate struct {
 	// InstalledFrom is the catalog the installed CSV came from, when another: the community ->
 	// certified source switch.
 	InstalledFrom string
-	Start         Start
+	// Environment is what else the cluster has: catalogs providing dependencies, installed
+	// operators.
+	Environment Environment
+	Start       Start
 	// All simulates every start: each bundle of each channel of Catalog, and with InstalledFrom
 	// each of its bundles whose package Catalog carries, in the channel it is in.
 	All bool
@@ -39,7 +43,18 @@ type Simulate struct {
 	Out io.Writer
 }
 
-// Run simulates and prints.
+// ErrOneStart is a verb given no start, or more than one kind.
+var ErrOneStart = errors.New("say where to start: one installed CSV, every start of the catalog, or the cluster's Subscriptions")
+
+// UnresolvableError is a run in which OLM cannot resolve some starts; every path was printed.
+type UnresolvableError struct{ Unresolvable, Starts int }
+
+func (e *UnresolvableError) Error() string {
+	return fmt.Sprintf("OLM cannot resolve %d of %d start(s): see their ResolutionFailed above", e.Unresolvable, e.Starts)
+}
+
+// Run simulates and prints every start's path. It fails, after printing them all, when OLM
+// cannot resolve one.
 func (a *Simulate) Run(ctx context.Context) error {
 	if !slices.Contains(Formats, a.Output) {
 		return fmt.Errorf("unknown output %q: use %s", a.Output, strings.Join(Formats, ", "))
@@ -51,60 +66,69 @@ func (a *Simulate) Run(ctx context.Context) error {
 		}
 	}
 	if modes != 1 {
-		return fmt.Errorf("say where to start with exactly one of --installed CSV, --all or --from-cluster")
+		return ErrOneStart
 	}
 	tc, err := Open(ctx, a.Catalog)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	target := tc.Name
-	catalogs := []Catalog{tc.Catalog}
-	from := ""
+	opened := []*Opened{tc}
 	if a.InstalledFrom != "" {
 		fc, err := Open(ctx, a.InstalledFrom)
 		if err != nil {
 			return err
 		}
 		defer fc.Close()
-		if fc.Name == target {
+		if fc.Name == tc.Name {
 			fc.Name += "-installed"
 		}
-		from = fc.Name
-		catalogs = append(catalogs, fc.Catalog)
+		opened = append(opened, fc)
 	}
-	sim, err := New(ctx, catalogs...)
+	sim, existing, closeEnv, err := a.Environment.Simulator(ctx, opened...)
 	if err != nil {
 		return err
 	}
-	defer sim.Close()
+	defer closeEnv()
 
+	target := tc.Name
 	var starts []Start
 	switch {
 	case a.FromCluster:
-		if starts, err = clusterStarts(ctx, &a.Cluster, sim.catalogs[target]); err != nil {
+		if starts, err = clusterStarts(ctx, &a.Cluster, sim, target); err != nil {
 			return err
 		}
+	case a.All && len(opened) > 1:
+		starts = sim.StartsFrom(opened[1].Name, target)
 	case a.All:
-		if from != "" {
-			starts = sim.startsFrom(from, target)
-		} else {
-			starts = sim.Starts(target)
-		}
+		starts = sim.Starts(target)
 	default:
 		st := a.Start
-		st.InstalledFrom = from
+		if len(opened) > 1 {
+			st.InstalledFrom = opened[1].Name
+		}
 		starts = []Start{st}
 	}
 	var paths []*Path
+	unresolvable := 0
 	for _, st := range starts {
+		st.Existing = append(st.Existing, existing...)
 		p, err := sim.Simulate(ctx, target, st)
 		if err != nil {
 			return err
 		}
+		if p.Result == Unresolvable {
+			unresolvable++
+		}
 		paths = append(paths, p)
 	}
-	return a.print(ctx, sim, paths)
+	if err := a.print(ctx, sim, paths); err != nil {
+		return err
+	}
+	if unresolvable > 0 {
+		return &UnresolvableError{Unresolvable: unresolvable, Starts: len(paths)}
+	}
+	return nil
 }
 
 func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) error {
@@ -125,7 +149,7 @@ func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) err
 		return enc.Encode(map[string]any{"paths": paths})
 	}
 	if len(paths) != 1 {
-		return fmt.Errorf("a picture shows one path and there are %d: start from one CSV with --installed", len(paths))
+		return fmt.Errorf("a picture shows one path and there are %d: start from one installed CSV", len(paths))
 	}
 	g, err := sim.Picture(paths[0])
 	if err != nil {
@@ -137,19 +161,6 @@ func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) err
 	}
 	_, err = a.Out.Write(out)
 	return err
-}
-
-// startsFrom lists the bundles of catalog from whose package target carries, each as installed
-// from its channel, subscribed to the same channel in target: what a source switch starts from.
-func (s *Simulator) startsFrom(from, target string) []Start {
-	var out []Start
-	for _, st := range s.Starts(from) {
-		if s.catalogs[target].pkg(st.Package) != nil && s.catalogs[target].channel(st.Package, st.Channel) != nil {
-			st.InstalledFrom = from
-			out = append(out, st)
-		}
-	}
-	return out
 }
 
 // Text renders paths for people: each step with its edge, the candidates passed over and why,
@@ -187,10 +198,20 @@ func Text(paths []*Path) string {
 				}
 			}
 		}
-		if p.Stranded == "" {
+		for _, d := range p.Dependencies {
+			what := "installs"
+			if d.Replaces != "" {
+				what = "upgrades " + d.Replaces + " to"
+			}
+			fmt.Fprintf(&b, "  with %s, OLM %s %s (%s, package %s, from %s), a dependency\n", d.With, what, d.CSV, d.Version, d.Package, d.Catalog)
+		}
+		switch p.Result {
+		case AtHead:
 			fmt.Fprintf(&b, "  OLM settles on %s, the channel head.\n", p.End)
-		} else {
+		case Stranded:
 			fmt.Fprintf(&b, "  OLM stops at %s, short of the head %s: %s.\n", p.End, p.Head, p.Stranded)
+		case Unresolvable:
+			fmt.Fprintf(&b, "  OLM cannot resolve the Subscription on %s: ResolutionFailed (%s): %s\n", p.End, p.ResolutionFailed.Reason, p.ResolutionFailed.Message)
 		}
 	}
 	return b.String()
@@ -209,12 +230,12 @@ func joinKinds[K ~string](kinds []K) string {
 func (s *Simulator) Picture(p *Path) (*graph.Package, error) {
 	tc := s.catalogs[p.Catalog]
 	foreign := p.Start.Catalog != p.Catalog
-	var from *declcfg.DeclarativeConfig
+	var from *index.Catalog
 	if fc := s.catalogs[p.Start.Catalog]; foreign && fc != nil {
-		from = fc.cfg
+		from = fc.idx
 	}
 	var g *graph.Package
-	for _, pkg := range graph.Build(p.Catalog, tc.cfg, from) {
+	for _, pkg := range graph.Build(p.Catalog, tc.idx, from) {
 		if pkg.Name == p.Package {
 			g = &pkg
 		}

@@ -6,29 +6,22 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/blang/semver/v4"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/api/client/clientset/versioned"
-	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/projection"
-	"github.com/operator-framework/operator-registry/alpha/property"
-	"github.com/operator-framework/operator-registry/pkg/api"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/olmresolver"
 )
 
-// Installed is an installed CSV as the cluster holds it, for starts read from a cluster.
-type Installed struct {
-	Version    semver.Version
-	Properties []*api.Property
-}
-
 // clusterStarts reads every Subscription of a package the target catalog carries that has
-// installed a CSV, and that CSV as OLM's csvSource reads it: its spec.version and the properties
-// OLM projected onto it (or, lacking them, the package property OLM infers from the
-// Subscription).
-func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, target *loaded) ([]Start, error) {
+// installed a CSV. Each start is that CSV as OLM's csvSource reads it, and beside it the other
+// CSVs of its namespace (copies of global operators' CSVs left out, as OLM does). Another CSV
+// keeps its Subscription when that Subscription's catalog is one the simulator serves under the
+// same name, and is otherwise held where it is: the simulator cannot know what its own catalog
+// would offer it.
+func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, sim *Simulator, target string) ([]Start, error) {
 	cfg, err := opts.RESTConfig()
 	if err != nil {
 		return nil, err
@@ -45,18 +38,29 @@ func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, target *loade
 		a, b := subs.Items[i], subs.Items[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
+	tc := sim.catalogs[target]
+	namespaces := map[string][]operatorsv1alpha1.ClusterServiceVersion{}
 	var starts []Start
 	var others []string
 	for i := range subs.Items {
 		sub := &subs.Items[i]
 		name := sub.Namespace + "/" + sub.Name
-		if sub.Spec == nil || target.pkg(sub.Spec.Package) == nil {
+		if sub.Spec == nil || tc.idx.Package(sub.Spec.Package) == nil {
 			others = append(others, name)
 			continue
 		}
 		if sub.Status.InstalledCSV == "" {
 			others = append(others, name+" (nothing installed yet)")
 			continue
+		}
+		csvs, ok := namespaces[sub.Namespace]
+		if !ok {
+			list, err := cs.OperatorsV1alpha1().ClusterServiceVersions(sub.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("listing the CSVs of namespace %s: %w", sub.Namespace, err)
+			}
+			csvs = list.Items
+			namespaces[sub.Namespace] = csvs
 		}
 		csv, err := cs.OperatorsV1alpha1().ClusterServiceVersions(sub.Namespace).Get(ctx, sub.Status.InstalledCSV, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -67,31 +71,51 @@ func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, target *loade
 		if err != nil {
 			return nil, fmt.Errorf("reading the CSV Subscription %s installed: %w", name, err)
 		}
-		installed, err := installedFromCSV(csv, sub.Spec.Package)
+		installed, err := olmresolver.FromCSV(csv, sub.Spec.Package)
 		if err != nil {
 			return nil, fmt.Errorf("Subscription %s: %w", name, err)
 		}
-		starts = append(starts, Start{CSV: csv.Name, Package: sub.Spec.Package, Channel: sub.Spec.Channel, Subscription: name, Installed: installed})
+		st := Start{CSV: csv.Name, Package: sub.Spec.Package, Channel: sub.Spec.Channel, Subscription: name, Installed: &installed}
+		for j := range csvs {
+			other := &csvs[j]
+			if other.Name == csv.Name || other.IsCopied() {
+				continue
+			}
+			e, err := existingFromCluster(sim, other, subs.Items)
+			if err != nil {
+				return nil, err
+			}
+			st.Existing = append(st.Existing, e)
+		}
+		starts = append(starts, st)
 	}
 	if len(starts) == 0 {
-		return nil, fmt.Errorf("no Subscription of the cluster has installed a package of %s (Subscriptions: %s)", target.Dir, orNone(others))
+		return nil, fmt.Errorf("no Subscription of the cluster has installed a package of %s (Subscriptions: %s)", tc.Dir, orNone(others))
 	}
 	return starts, nil
 }
 
-func installedFromCSV(csv *operatorsv1alpha1.ClusterServiceVersion, pkg string) (*Installed, error) {
-	in := &Installed{Version: csv.Spec.Version.Version}
-	if anno, ok := csv.Annotations[projection.PropertiesAnnotationKey]; ok {
-		props, err := projection.PropertyListFromPropertiesAnnotation(anno)
-		if err != nil {
-			return nil, fmt.Errorf("properties of CSV %s/%s: %w", csv.Namespace, csv.Name, err)
+// existingFromCluster is another CSV of a start's namespace, with its Subscription when the
+// simulator serves that Subscription's catalog.
+func existingFromCluster(sim *Simulator, csv *operatorsv1alpha1.ClusterServiceVersion, subs []operatorsv1alpha1.Subscription) (Existing, error) {
+	var owner *operatorsv1alpha1.Subscription
+	for i := range subs {
+		if s := &subs[i]; s.Namespace == csv.Namespace && s.Status.InstalledCSV == csv.Name && s.Spec != nil {
+			owner = s
 		}
-		in.Properties = props
-		return in, nil
 	}
-	p := property.MustBuildPackage(pkg, in.Version.String())
-	in.Properties = []*api.Property{{Type: p.Type, Value: string(p.Value)}}
-	return in, nil
+	pkg := ""
+	if owner != nil {
+		pkg = owner.Spec.Package
+	}
+	op, err := olmresolver.FromCSV(csv, pkg)
+	if err != nil {
+		return Existing{}, err
+	}
+	if owner != nil && sim.catalogs[owner.Spec.CatalogSource] != nil {
+		op.Subscription = &olmresolver.Subscription{Name: owner.Name, Package: owner.Spec.Package, Channel: owner.Spec.Channel, Catalog: owner.Spec.CatalogSource}
+	}
+	return Existing{Operator: op, From: "cluster"}, nil
 }
 
 func orNone(list []string) string {

@@ -1,52 +1,60 @@
 // Package simulate is the `csi-olm catalog simulate` verb: it predicts, offline, the bundles OLM
-// installs one after the other from an installed CSV up to its channel's head.
+// installs one after the other from an installed CSV up to its channel's head, with the
+// dependencies OLM installs on the way.
 //
 // Where the rules come from:
-//   - Which bundle OLM installs next is decided by OLM's own resolver (operator-lifecycle-manager
-//     pkg/controller/registry/resolver, v0.46.0, the OLM the test bed runs): its candidates are
-//     the channel's bundles whose replaces or skips names the installed CSV or whose skipRange
-//     contains its version, ordered from the channel head down, and its SAT solver takes the first
-//     it can install (deprecated-by-property bundles and unsatisfiable dependencies are refused).
+//   - What OLM installs next is decided by OLM's own resolver (internal/olmresolver, over
+//     operator-lifecycle-manager v0.46.0, the OLM the test bed runs): the namespace's installed
+//     operators and Subscriptions, every catalog by priority for dependencies. Its candidates
+//     are the channel's bundles whose replaces or skips names the installed CSV or whose
+//     skipRange contains its version, ordered from the channel head down, and its SAT solver
+//     takes the first it can install (deprecated-by-property bundles and unsatisfiable
+//     dependencies are refused).
 //   - The catalogs reach that resolver through operator-registry's cache and RegistryServer, the
-//     code `opm serve` runs, so replaces, skips, skipRange and deprecations are read as a cluster
-//     reads them.
-//   - The explanations of why a candidate was passed over restate two rules of the resolver:
-//     sortChannel leaves bundles that another bundle skips out of the channel order, and the
-//     candidate nearest the head wins (channelOrder, below).
+//     code `opm serve` runs, so replaces, skips, skipRange, dependencies and deprecations are
+//     read as a cluster reads them.
+//   - The explanations of why a candidate was passed over restate two rules of the resolver,
+//     read from catalog/index: sortChannel leaves bundles that another bundle skips out of the
+//     channel order, and the candidate nearest the head wins. Where the resolver refuses a
+//     candidate, its own message says why.
 //   - The edge a step takes is named by internal/upgrade, the project's statement of OLM's edge
 //     rule.
 //
 // A test on the test bed (test/e2e, TestSimulateMatchesOLM) installs every start of the project's
-// catalogs and of the synthetic ones with real OLM and checks OLM takes the predicted path.
+// catalogs and of the synthetic ones with real OLM, dependencies on a second catalog included,
+// and checks OLM takes the predicted path.
 package simulate
 
 import (
 	"context"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/blang/semver/v4"
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"github.com/operator-framework/operator-registry/pkg/api"
-	registryclient "github.com/operator-framework/operator-registry/pkg/client"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/internal/olmresolver"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
 // Catalog is a file-based catalog to simulate against, served under Name (the CatalogSource
-// name a Subscription would use).
+// name a Subscription would use) with Priority (the CatalogSource's spec.priority).
 type Catalog struct {
-	Name string
-	Dir  string
-	FS   fs.FS
+	Name     string
+	Dir      string
+	FS       fs.FS
+	Priority int
+	// VersionOf names the catalog this one is another version of, as the new catalog of a diff
+	// is of the old: a cluster serves one or the other, so a resolution against either sees
+	// neither the other nor its dependencies.
+	VersionOf string
 }
 
 // Start is an installed CSV and the Subscription that would move it.
@@ -63,8 +71,30 @@ type Start struct {
 	// Subscription is namespace/name of the cluster's Subscription, for --from-cluster.
 	Subscription string `json:"subscription,omitempty"`
 	// Installed is the CSV as a cluster holds it; nil reads it from the catalog it came from.
-	Installed *Installed `json:"-"`
+	Installed *olmresolver.Operator `json:"-"`
+	// Existing are the other operators installed in the namespace. One of the start's own
+	// package is left out: the start is that package's operator.
+	Existing []Existing `json:"-"`
 }
+
+// Existing is an operator the namespace already has.
+type Existing struct {
+	olmresolver.Operator
+	// From says where it comes from, for reports: a catalog, or "cluster".
+	From string
+}
+
+// Result is how a start ends.
+type Result string
+
+const (
+	// AtHead: OLM settles on the channel head.
+	AtHead Result = "head"
+	// Stranded: OLM keeps a CSV short of the head and reports nothing wrong.
+	Stranded Result = "stranded"
+	// Unresolvable: OLM reports ResolutionFailed on the Subscription.
+	Unresolvable Result = "unresolvable"
+)
 
 // Path is what OLM does from a Start: each bundle it installs, in order.
 type Path struct {
@@ -74,11 +104,30 @@ type Path struct {
 	Channel      string `json:"channel"`
 	Start        Bundle `json:"start"`
 	Steps        []Step `json:"steps"`
+	// Dependencies are the operators of other packages OLM installs or upgrades on the way.
+	Dependencies []Dependency `json:"dependencies,omitempty"`
 	// End is the CSV OLM settles on; Head the channel's head.
-	End  string `json:"end"`
-	Head string `json:"head"`
-	// Stranded says why OLM stops short of the head; empty when it reaches it.
+	End    string `json:"end"`
+	Head   string `json:"head"`
+	Result Result `json:"result"`
+	// Stranded says why OLM stops short of the head without an error.
 	Stranded string `json:"stranded,omitempty"`
+	// ResolutionFailed is the condition OLM sets on the Subscription when it cannot resolve.
+	ResolutionFailed *olmresolver.ResolutionError `json:"resolutionFailed,omitempty"`
+	// EndVersion is End's version, to compare where two catalogs leave a start.
+	EndVersion *semver.Version `json:"-"`
+}
+
+// Why says why the path does not end at the head: OLM's ResolutionFailed message, or why it
+// keeps the CSV; "" when it reaches the head.
+func (p *Path) Why() string {
+	switch p.Result {
+	case Unresolvable:
+		return "OLM cannot resolve the Subscription (ResolutionFailed, " + p.ResolutionFailed.Reason + "): " + p.ResolutionFailed.Message
+	case Stranded:
+		return p.Stranded
+	}
+	return ""
 }
 
 // Bundle is a CSV and the catalog it comes from.
@@ -113,35 +162,58 @@ type Passed struct {
 	Why     string       `json:"why"`
 }
 
+// Dependency is an operator of another package OLM installs, or upgrades, on the way.
+type Dependency struct {
+	CSV     string `json:"csv"`
+	Version string `json:"version"`
+	Package string `json:"package"`
+	Catalog string `json:"catalog"`
+	// Replaces is the dependency's CSV it upgrades, "" for a new install.
+	Replaces string `json:"replaces,omitempty"`
+	// With is the package's CSV installed when OLM installs it.
+	With string `json:"with"`
+}
+
 // Simulator holds the catalogs, served in-process, and OLM's resolver over them. It is safe for
-// concurrent use: simulations take turns, as the resolver's installed CSV is one.
+// concurrent use.
 type Simulator struct {
-	mu       sync.Mutex
-	olm      *olmResolver
+	resolver *olmresolver.Resolver
 	catalogs map[string]*loaded
-	order    []string
 	close    []func()
+
+	mu   sync.Mutex
+	memo map[string]resolution
 }
 
 type loaded struct {
 	Catalog
-	cfg *declcfg.DeclarativeConfig
+	idx *index.Catalog
+}
+
+// resolution is what OLM answered for one state of the namespace.
+type resolution struct {
+	ops    []*cache.Entry
+	failed *olmresolver.ResolutionError
 }
 
 // New loads and serves the catalogs. A catalog with load problems is refused with every problem,
 // as `csi-olm catalog validate` reports them.
 func New(ctx context.Context, catalogs ...Catalog) (*Simulator, error) {
-	s := &Simulator{catalogs: map[string]*loaded{}}
-	clients := map[string]registryclient.Interface{}
+	s := &Simulator{catalogs: map[string]*loaded{}, memo: map[string]resolution{}}
+	var sources []olmresolver.Source
 	for _, c := range catalogs {
 		if _, dup := s.catalogs[c.Name]; dup {
 			s.Close()
 			return nil, fmt.Errorf("two catalogs are named %q: name them apart", c.Name)
 		}
 		v, problems := validation.Load(ctx, c.FS, c.Dir)
+		if err := ctx.Err(); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
+		}
 		if len(problems) > 0 {
 			s.Close()
-			return nil, fmt.Errorf("cannot simulate %s:\n%s", c.Dir, problemLines(problems))
+			return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
 		}
 		srv, err := serve(ctx, c.FS)
 		if err != nil {
@@ -149,16 +221,15 @@ func New(ctx context.Context, catalogs ...Catalog) (*Simulator, error) {
 			return nil, fmt.Errorf("serving %s: %w", c.Dir, err)
 		}
 		s.close = append(s.close, srv.close)
-		s.catalogs[c.Name] = &loaded{Catalog: c, cfg: v.Config}
-		s.order = append(s.order, c.Name)
-		clients[c.Name] = srv.client
+		s.catalogs[c.Name] = &loaded{Catalog: c, idx: index.New(v.Config)}
+		sources = append(sources, olmresolver.Source{Name: c.Name, Priority: c.Priority, Client: srv.client})
 	}
-	olm, err := newOLMResolver(clients)
+	r, err := olmresolver.New(sources...)
 	if err != nil {
 		s.Close()
 		return nil, err
 	}
-	s.olm = olm
+	s.resolver = r
 	return s, nil
 }
 
@@ -170,47 +241,98 @@ func (s *Simulator) Close() {
 	s.close = nil
 }
 
-func problemLines(problems []validation.Problem) string {
-	lines := make([]string, len(problems))
-	for i, p := range problems {
-		lines[i] = p.String()
+// Index is a served catalog's model, nil for a name not served.
+func (s *Simulator) Index(catalog string) *index.Catalog {
+	if c := s.catalogs[catalog]; c != nil {
+		return c.idx
 	}
-	return strings.Join(lines, "\n")
+	return nil
 }
 
 // Starts lists every start a catalog offers: each bundle of each channel of each package, as a
-// Subscription to that channel starting at that bundle.
+// Subscription to that channel starting at that bundle, by package, channel and version.
 func (s *Simulator) Starts(catalog string) []Start {
 	c := s.catalogs[catalog]
 	if c == nil {
 		return nil
 	}
 	var out []Start
-	for _, ch := range c.cfg.Channels {
-		for _, e := range ch.Entries {
-			out = append(out, Start{CSV: e.Name, Package: ch.Package, Channel: ch.Name})
+	for _, p := range c.idx.Packages() {
+		for _, ch := range p.SortedChannels() {
+			entries := append([]*index.Entry(nil), ch.Entries...)
+			sort.SliceStable(entries, func(i, j int) bool { return versionOf(entries[i].Version).LT(versionOf(entries[j].Version)) })
+			for _, e := range entries {
+				out = append(out, Start{CSV: e.Name, Package: p.Name, Channel: ch.Name})
+			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Package != b.Package {
-			return a.Package < b.Package
-		}
-		if a.Channel != b.Channel {
-			return a.Channel < b.Channel
-		}
-		return c.version(a.Package, a.CSV).LT(c.version(b.Package, b.CSV))
-	})
 	return out
 }
 
-// Simulate predicts the path OLM takes from start in catalog target.
-func (s *Simulator) Simulate(ctx context.Context, target string, start Start) (*Path, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// StartsFrom lists the bundles of catalog from whose package and channel target carries, each
+// as installed from its channel and subscribed to the same channel in target: what a source
+// switch starts from.
+func (s *Simulator) StartsFrom(from, target string) []Start {
 	tc := s.catalogs[target]
 	if tc == nil {
-		return nil, fmt.Errorf("no catalog named %q", target)
+		return nil
+	}
+	var out []Start
+	for _, st := range s.Starts(from) {
+		if tc.idx.Channel(st.Package, st.Channel) != nil {
+			st.InstalledFrom = from
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func versionOf(v *semver.Version) semver.Version {
+	if v == nil {
+		return semver.Version{}
+	}
+	return *v
+}
+
+// Simulate predicts the path OLM takes from start in catalog target, each step explained. A
+// start OLM cannot resolve is a Path with Result Unresolvable; an error is a start that does not
+// exist (*StartError) or a failure to simulate.
+func (s *Simulator) Simulate(ctx context.Context, target string, start Start) (*Path, error) {
+	return s.walk(ctx, target, start, true)
+}
+
+// Outcome is Simulate without the explanation of each step: where OLM ends, and why it stops
+// short of the head.
+func (s *Simulator) Outcome(ctx context.Context, target string, start Start) (*Path, error) {
+	return s.walk(ctx, target, start, false)
+}
+
+// operator is an installed operator of the simulated namespace and the catalog it came from.
+type operator struct {
+	olmresolver.Operator
+	pkg, from string
+	// key identifies what OLM sees of it, so that equal namespaces share one resolution.
+	key string
+}
+
+func newOperator(op olmresolver.Operator, from string) operator {
+	o := operator{Operator: op, pkg: olmresolver.PackageOf(op.Properties), from: from}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s@%s", op.CSV, op.Version)
+	for _, p := range op.Properties {
+		fmt.Fprintf(&b, "|%s=%s", p.Type, p.Value)
+	}
+	if sub := op.Subscription; sub != nil {
+		fmt.Fprintf(&b, "|sub=%s/%s/%s/%s", sub.Name, sub.Package, sub.Channel, sub.Catalog)
+	}
+	o.key = b.String()
+	return o
+}
+
+func (s *Simulator) walk(ctx context.Context, target string, start Start, explain bool) (*Path, error) {
+	tc := s.catalogs[target]
+	if tc == nil {
+		return nil, &StartError{Kind: NoCatalog, Catalog: target}
 	}
 	from := target
 	if start.InstalledFrom != "" {
@@ -218,275 +340,219 @@ func (s *Simulator) Simulate(ctx context.Context, target string, start Start) (*
 	}
 	fc := s.catalogs[from]
 	if fc == nil {
-		return nil, fmt.Errorf("no catalog named %q", from)
+		return nil, &StartError{Kind: NoCatalog, Catalog: from}
 	}
-	var err error
 	pkg := start.Package
 	if pkg == "" {
-		pkgs := fc.packagesOf(start.CSV)
+		pkgs := fc.idx.PackagesOf(start.CSV)
 		switch len(pkgs) {
 		case 0:
-			return nil, fmt.Errorf("CSV %q is not in catalog %s: name the catalog it was installed from (--installed-from)", start.CSV, fc.Dir)
+			return nil, &StartError{Kind: CSVNotInCatalog, CSV: start.CSV, Catalog: fc.Dir}
 		case 1:
 			pkg = pkgs[0]
 		default:
-			return nil, fmt.Errorf("CSV %q is in packages %s of %s: name one with --package", start.CSV, strings.Join(pkgs, ", "), fc.Dir)
+			return nil, &StartError{Kind: AmbiguousCSV, CSV: start.CSV, Catalog: fc.Dir, Choices: pkgs}
 		}
 	}
-	p := tc.pkg(pkg)
+	p := tc.idx.Package(pkg)
 	if p == nil {
-		return nil, fmt.Errorf("package %q is not in catalog %s", pkg, tc.Dir)
+		return nil, &StartError{Kind: NoPackage, Package: pkg, Catalog: tc.Dir}
 	}
 	channel := start.Channel
 	if channel == "" {
-		channel = p.DefaultChannel
+		channel = p.DefaultChannel()
 	}
-	ch := tc.channel(pkg, channel)
+	ch := p.Channels[channel]
 	if ch == nil {
-		return nil, fmt.Errorf("package %q of catalog %s has no channel %q (channels: %s)", pkg, tc.Dir, channel, strings.Join(tc.channelNames(pkg), ", "))
+		return nil, &StartError{Kind: NoChannel, Package: pkg, Channel: channel, Catalog: tc.Dir, Choices: p.ChannelNames()}
 	}
-	var installed *cache.Entry
-	if start.Installed != nil {
-		from = "cluster"
-		installed = &cache.Entry{Name: start.CSV, Version: &start.Installed.Version, Properties: start.Installed.Properties}
-	} else if installed, err = s.installedEntry(from, pkg, start.CSV); err != nil {
-		return nil, err
+	installed := start.Installed
+	startFrom := from
+	if installed != nil {
+		startFrom = "cluster"
+	} else {
+		op, err := s.catalogOperator(from, pkg, start.CSV)
+		if err != nil {
+			return nil, err
+		}
+		installed = &op
 	}
+	main := *installed
+	main.Subscription = &olmresolver.Subscription{Name: pkg, Package: pkg, Channel: channel, Catalog: target}
 	path := &Path{
 		Subscription: start.Subscription, Catalog: target, Package: pkg, Channel: channel,
-		Start: Bundle{Name: start.CSV, Version: installed.Version.String(), Catalog: from},
-		Head:  validation.Head(ch),
+		Start: Bundle{Name: main.CSV, Version: main.Version.String(), Catalog: startFrom},
+		Head:  ch.Head(),
 	}
-	sub := &operatorsv1alpha1.Subscription{
-		ObjectMeta: metav1.ObjectMeta{Name: pkg, Namespace: subscriptionNamespace},
-		Spec: &operatorsv1alpha1.SubscriptionSpec{
-			CatalogSource: target, CatalogSourceNamespace: catalogNamespace,
-			Package: pkg, Channel: channel, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
-		},
+	ns := []operator{newOperator(main, startFrom)}
+	for _, e := range start.Existing {
+		if olmresolver.PackageOf(e.Properties) != pkg {
+			ns = append(ns, newOperator(e.Operator, e.From))
+		}
 	}
-	seen := map[string]bool{start.CSV: true}
+	seen := map[string]bool{}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sub.Status.InstalledCSV = installed.Name
-		installed.SourceInfo = &cache.OperatorSourceInfo{Package: pkg, Catalog: cache.NewVirtualSourceKey(subscriptionNamespace), Subscription: sub}
-		next, err := s.olm.next(sub, installed)
-		if err != nil {
-			return nil, fmt.Errorf("OLM cannot resolve %s from %s in channel %q of %s: %w", pkg, installed.Name, channel, target, err)
+		key := stateKey(ns)
+		if seen[key] {
+			return nil, fmt.Errorf("OLM would install %s again in channel %q of %s: the channel's edges loop", ns[0].CSV, channel, tc.Dir)
 		}
-		if next == nil {
+		seen[key] = true
+		res, err := s.resolve(target, ns)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s from %s in channel %q of %s: %w", pkg, ns[0].CSV, channel, tc.Dir, err)
+		}
+		if res.failed != nil {
+			path.Result, path.ResolutionFailed = Unresolvable, res.failed
 			break
 		}
-		if seen[next.Name] {
-			return nil, fmt.Errorf("OLM would install %s again after %s: the channel's edges loop", next.Name, installed.Name)
+		if len(res.ops) == 0 {
+			break
 		}
-		seen[next.Name] = true
-		path.Steps = append(path.Steps, s.step(tc, ch, installed, next))
-		installed = copyAsInstalled(next)
+		prev := ns
+		var deps []Dependency
+		ns, deps = apply(ns, res.ops)
+		if ns[0].CSV != prev[0].CSV {
+			st := Step{From: prev[0].CSV, To: ns[0].CSV, Version: ns[0].Version.String()}
+			if explain {
+				if st, err = s.step(ctx, tc, ch, prev, ns); err != nil {
+					return nil, err
+				}
+			}
+			path.Steps = append(path.Steps, st)
+		}
+		for i := range deps {
+			deps[i].With = ns[0].CSV
+		}
+		path.Dependencies = append(path.Dependencies, deps...)
 	}
-	path.End = installed.Name
-	if path.End != path.Head {
-		path.Stranded = s.stranded(tc, ch, installed)
+	end := ns[0]
+	path.End, path.EndVersion = end.CSV, &end.Version
+	switch {
+	case path.Result == Unresolvable:
+	case path.End == path.Head:
+		path.Result = AtHead
+	default:
+		path.Result = Stranded
+		why, err := s.stranded(ctx, tc, ch, ns)
+		if err != nil {
+			return nil, err
+		}
+		path.Stranded = why
 	}
 	return path, nil
 }
 
-// installedEntry is the installed CSV as OLM's csvSource sees it: its name, version and the
-// properties OLM projected onto it from the bundle it installed.
-func (s *Simulator) installedEntry(catalog, pkg, csv string) (*cache.Entry, error) {
-	entries := s.olm.find(catalog, cache.PkgPredicate(pkg), cache.CSVNamePredicate(csv))
-	if err := s.olm.cache.Namespaced(subscriptionNamespace, catalogNamespace).Error(); err != nil {
-		return nil, fmt.Errorf("reading catalog %s: %w", catalog, err)
+// catalogOperator is a bundle of a served catalog as OLM's csvSource sees it once installed:
+// its name, version and the properties OLM projects onto the CSV.
+func (s *Simulator) catalogOperator(catalog, pkg, csv string) (olmresolver.Operator, error) {
+	entries, err := s.resolver.Find(catalog, pkg, cache.PkgPredicate(pkg), cache.CSVNamePredicate(csv))
+	if err != nil {
+		return olmresolver.Operator{}, fmt.Errorf("reading catalog %s: %w", s.catalogs[catalog].Dir, err)
 	}
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("CSV %q of package %q is not in catalog %s: name the catalog it was installed from (--installed-from)", csv, pkg, s.catalogs[catalog].Dir)
+		return olmresolver.Operator{}, &StartError{Kind: CSVNotInCatalog, CSV: csv, Package: pkg, Catalog: s.catalogs[catalog].Dir}
 	}
 	if entries[0].Version == nil {
-		return nil, fmt.Errorf("CSV %q in catalog %s has no version", csv, s.catalogs[catalog].Dir)
+		return olmresolver.Operator{}, fmt.Errorf("CSV %q in catalog %s has no version", csv, s.catalogs[catalog].Dir)
 	}
-	return copyAsInstalled(entries[0]), nil
+	return olmresolver.Operator{CSV: entries[0].Name, Version: *entries[0].Version, Properties: entries[0].Properties}, nil
 }
 
-func copyAsInstalled(e *cache.Entry) *cache.Entry {
-	return &cache.Entry{Name: e.Name, Version: e.Version, Properties: e.Properties, ProvidedAPIs: e.ProvidedAPIs, RequiredAPIs: e.RequiredAPIs}
+// stateKey identifies a namespace: its first operator (the simulated package's) and the others
+// in any order.
+func stateKey(ns []operator) string {
+	others := make([]string, 0, len(ns)-1)
+	for _, o := range ns[1:] {
+		others = append(others, o.key)
+	}
+	sort.Strings(others)
+	return ns[0].key + "\n" + strings.Join(others, "\n")
 }
 
-// step describes the upgrade from installed to next: the edge, the candidates passed over, the
-// deprecations.
-func (s *Simulator) step(tc *loaded, ch *declcfg.Channel, installed, next *cache.Entry) Step {
-	st := Step{From: installed.Name, To: next.Name, Version: next.Version.String()}
-	rule := tc.rule(ch, next.Name)
-	st.Edges = rule.Kinds(installed.Name, installed.Version)
-	if len(st.Edges) > 0 {
-		st.Edge = st.Edges[0]
+// resolve asks OLM once per state of the namespace: the catalogs do not change, so an answer
+// holds for every start that reaches the same state.
+func (s *Simulator) resolve(target string, ns []operator) (resolution, error) {
+	hidden := s.versionsBeside(target)
+	key := strings.Join(hidden, ",") + "|" + stateKey(ns)
+	s.mu.Lock()
+	res, ok := s.memo[key]
+	s.mu.Unlock()
+	if ok {
+		return res, nil
 	}
-	if st.Edge == upgrade.SkipRange {
-		st.SkipRange = rule.SkipRange
+	ops := make([]olmresolver.Operator, len(ns))
+	for i, o := range ns {
+		ops[i] = o.Operator
 	}
-	// The resolver's result carries no deprecations: OLM's subscription reconciler reads them
-	// from the catalog's entry, and so does this.
-	for _, e := range s.olm.find(tc.Name, cache.CSVNamePredicate(next.Name), cache.ChannelPredicate(ch.Name)) {
-		if d := e.SourceInfo.Deprecations; d != nil {
-			for _, m := range []*api.Deprecation{d.Package, d.Channel, d.Bundle} {
-				if m != nil {
-					st.Deprecations = append(st.Deprecations, m.GetMessage())
-				}
+	entries, err := s.resolver.Resolve(ops, hidden...)
+	if failed, ok := asResolutionError(err); ok {
+		res.failed = failed
+	} else if err != nil {
+		return res, err
+	} else {
+		res.ops = entries
+	}
+	s.mu.Lock()
+	s.memo[key] = res
+	s.mu.Unlock()
+	return res, nil
+}
+
+// versionsBeside are the other versions of the target catalog, which a cluster serving target
+// does not serve.
+func (s *Simulator) versionsBeside(target string) []string {
+	group := func(c *loaded) string {
+		if c.VersionOf != "" {
+			return c.VersionOf
+		}
+		return c.Name
+	}
+	var out []string
+	if t := s.catalogs[target]; t != nil {
+		for _, name := range slices.Sorted(maps.Keys(s.catalogs)) {
+			if c := s.catalogs[name]; name != target && group(c) == group(t) {
+				out = append(out, name)
 			}
 		}
 	}
-	order := channelOrder(ch)
-	rank := func(name string) int {
-		if i := slices.Index(order, name); i >= 0 {
-			return i
-		}
-		return len(order)
-	}
-	skippedBy := skippers(ch)
-	for _, cand := range s.candidates(tc, ch, installed) {
-		if cand.Name == next.Name {
-			continue
-		}
-		p := Passed{Bundle: cand.Name, Version: cand.Version.String()}
-		p.Edge, _ = tc.rule(ch, cand.Name).From(installed.Name, installed.Version)
-		switch {
-		case len(skippedBy[cand.Name]) > 0:
-			p.Why = fmt.Sprintf("skipped by %s: OLM leaves skipped bundles out of the channel order, so it never upgrades to one", strings.Join(skippedBy[cand.Name], ", "))
-		case rank(cand.Name) > rank(next.Name):
-			p.Why = fmt.Sprintf("further from the head than %s: OLM prefers the candidate nearest the channel head", next.Name)
-		default:
-			p.Why = "nearer the head, but OLM's resolver cannot install it (a deprecated property, a missing dependency or a conflict)"
-		}
-		st.Passed = append(st.Passed, p)
-	}
-	return st
-}
-
-// candidates are the channel's bundles OLM's resolver considers as replacements for installed:
-// its own predicate (resolver.getSubscriptionVariables), before channel ordering drops skipped
-// ones.
-func (s *Simulator) candidates(tc *loaded, ch *declcfg.Channel, installed *cache.Entry) []*cache.Entry {
-	return s.olm.find(tc.Name, cache.PkgPredicate(ch.Package), cache.ChannelPredicate(ch.Name),
-		cache.Not(cache.CSVNamePredicate(installed.Name)),
-		cache.Or(cache.SkipRangeIncludesPredicate(*installed.Version), cache.ReplacesPredicate(installed.Name)))
-}
-
-// stranded says why OLM keeps end although it is not the head.
-func (s *Simulator) stranded(tc *loaded, ch *declcfg.Channel, end *cache.Entry) string {
-	cands := s.candidates(tc, ch, end)
-	if len(cands) == 0 {
-		return fmt.Sprintf("no bundle of channel %q replaces or skips %s, and no skipRange contains %s: OLM keeps %s installed", ch.Name, end.Name, end.Version, end.Name)
-	}
-	skippedBy := skippers(ch)
-	var names []string
-	for _, c := range cands {
-		names = append(names, c.Name)
-		if len(skippedBy[c.Name]) == 0 {
-			return fmt.Sprintf("OLM's resolver cannot install %s, which can replace %s (a deprecated property, a missing dependency or a conflict)", c.Name, end.Name)
-		}
-	}
-	return fmt.Sprintf("the only bundles that replace %s (%s) are skipped by others, and OLM never upgrades to a skipped bundle: OLM keeps %s installed", end.Name, strings.Join(names, ", "), end.Name)
-}
-
-// channelOrder restates OLM's resolver.sortChannel: from the head down the replaces chain,
-// leaving out every bundle another bundle of the channel skips. OLM prefers candidates in this
-// order. The catalog loaded without problems, so the channel has one head and no loop.
-func channelOrder(ch *declcfg.Channel) []string {
-	replaces := map[string]string{}
-	for _, e := range ch.Entries {
-		replaces[e.Name] = e.Replaces
-	}
-	skipped := skippers(ch)
-	var order []string
-	seen := map[string]bool{}
-	for name := validation.Head(ch); name != "" && !seen[name]; name = replaces[name] {
-		seen[name] = true
-		if _, inChannel := replaces[name]; !inChannel {
-			break
-		}
-		if len(skipped[name]) == 0 {
-			order = append(order, name)
-		}
-	}
-	return order
-}
-
-// skippers maps each bundle of the channel to the channel's bundles that skip it.
-func skippers(ch *declcfg.Channel) map[string][]string {
-	out := map[string][]string{}
-	for _, e := range ch.Entries {
-		for _, s := range e.Skips {
-			out[s] = append(out[s], e.Name)
-		}
-	}
 	return out
 }
 
-func (c *loaded) pkg(name string) *declcfg.Package {
-	for i := range c.cfg.Packages {
-		if c.cfg.Packages[i].Name == name {
-			return &c.cfg.Packages[i]
-		}
-	}
-	return nil
-}
-
-func (c *loaded) channel(pkg, name string) *declcfg.Channel {
-	for i := range c.cfg.Channels {
-		if ch := &c.cfg.Channels[i]; ch.Package == pkg && ch.Name == name {
-			return ch
-		}
-	}
-	return nil
-}
-
-func (c *loaded) channelNames(pkg string) []string {
-	var out []string
-	for _, ch := range c.cfg.Channels {
-		if ch.Package == pkg {
-			out = append(out, ch.Name)
-		}
-	}
-	return out
-}
-
-func (c *loaded) packagesOf(csv string) []string {
-	var out []string
-	for _, b := range c.cfg.Bundles {
-		if b.Name == csv && !slices.Contains(out, b.Package) {
-			out = append(out, b.Package)
-		}
-	}
-	return out
-}
-
-func (c *loaded) version(pkg, csv string) semver.Version {
-	for i := range c.cfg.Bundles {
-		if b := &c.cfg.Bundles[i]; b.Package == pkg && b.Name == csv {
-			if v := validation.BundleVersion(b); v != nil {
-				return *v
+// apply installs what OLM resolved, as OLM's step resolver does: a CSV replaces the installed
+// CSV of the Subscription that resolves to it (same package, channel and catalog); any other is
+// a dependency, installed beside the others with a Subscription of its own. The simulated
+// package's operator stays first.
+func apply(ns []operator, ops []*cache.Entry) ([]operator, []Dependency) {
+	out := append([]operator(nil), ns...)
+	var deps []Dependency
+	for _, op := range ops {
+		si := op.SourceInfo
+		next := olmresolver.Operator{CSV: op.Name, Version: *op.Version, Properties: op.Properties}
+		replaced := ""
+		i := 0
+		for ; i < len(out); i++ {
+			sub := out[i].Subscription
+			if sub != nil && sub.Package == si.Package && sub.Channel == si.Channel && sub.Catalog == si.Catalog.Name {
+				break
 			}
 		}
-	}
-	return semver.Version{}
-}
-
-// rule is the channel entry's edges for a bundle. A skipRange that does not parse matches
-// nothing, as in OLM; the catalog loaded, so opm's own validation accepted it.
-func (c *loaded) rule(ch *declcfg.Channel, bundle string) upgrade.Rule {
-	for _, e := range ch.Entries {
-		if e.Name == bundle {
-			r, _ := upgrade.Edges{Replaces: e.Replaces, Skips: e.Skips, SkipRange: e.SkipRange}.Compile()
-			return r
+		if i < len(out) {
+			replaced = out[i].CSV
+			next.Subscription = out[i].Subscription
+			out[i] = newOperator(next, si.Catalog.Name)
+		} else {
+			next.Subscription = &olmresolver.Subscription{
+				Name:    strings.Join([]string{si.Package, si.Channel, si.Catalog.Name, si.Catalog.Namespace}, "-"),
+				Package: si.Package, Channel: si.Channel, Catalog: si.Catalog.Name,
+			}
+			out = append(out, newOperator(next, si.Catalog.Name))
+		}
+		if i != 0 {
+			deps = append(deps, Dependency{CSV: op.Name, Version: op.Version.String(), Package: si.Package, Catalog: si.Catalog.Name, Replaces: replaced})
 		}
 	}
-	return upgrade.Rule{}
-}
-
-// Config is a served catalog's content, nil for a name not served.
-func (s *Simulator) Config(catalog string) *declcfg.DeclarativeConfig {
-	if c := s.catalogs[catalog]; c != nil {
-		return c.cfg
-	}
-	return nil
+	return out, deps
 }

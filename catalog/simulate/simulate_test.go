@@ -3,9 +3,13 @@ package simulate_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -144,15 +148,16 @@ func TestSimulateRefusesBadStarts(t *testing.T) {
 		start  simulate.Start
 		want   string
 	}{
-		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified: name the catalog it was installed from (--installed-from)`},
+		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified`},
 		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "nowhere"}, `no catalog named "nowhere"`},
 		{"certified", simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0", Channel: "fast"}, `package "aws-efs-operator" of catalog ../certified has no channel "fast" (channels: preview, stable)`},
 		{"certified", simulate.Start{CSV: "x.v1", Package: "absent"}, `package "absent" is not in catalog ../certified`},
 		{"elsewhere", simulate.Start{CSV: "x.v1"}, `no catalog named "elsewhere"`},
 	} {
 		_, err := s.Simulate(context.Background(), tc.target, tc.start)
-		if err == nil || err.Error() != tc.want {
-			t.Errorf("%+v: error %v, want %q", tc.start, err, tc.want)
+		var se *simulate.StartError
+		if err == nil || err.Error() != tc.want || !errors.As(err, &se) {
+			t.Errorf("%+v: error %v, want a StartError %q", tc.start, err, tc.want)
 		}
 	}
 }
@@ -163,7 +168,8 @@ func TestSimulateRefusesBrokenCatalog(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := simulate.New(context.Background(), dirCatalog("broken", dir))
-	if err == nil || !strings.Contains(err.Error(), "cannot simulate "+dir) || !strings.Contains(err.Error(), "catalog.yaml") {
+	var be *simulate.BrokenCatalogError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "cannot simulate "+dir) || !strings.Contains(err.Error(), "catalog.yaml") {
 		t.Fatalf("error %v: want one naming the catalog and its file", err)
 	}
 }
@@ -224,15 +230,80 @@ func TestSimulateVerbRefusesBadFlags(t *testing.T) {
 		a    simulate.Simulate
 		want string
 	}{
-		{simulate.Simulate{Catalog: "../certified", Output: "text"}, "say where to start with exactly one of --installed CSV, --all or --from-cluster"},
-		{simulate.Simulate{Catalog: "../certified", All: true, Start: simulate.Start{CSV: "x"}, Output: "text"}, "say where to start with exactly one of"},
+		{simulate.Simulate{Catalog: "../certified", Output: "text"}, simulate.ErrOneStart.Error()},
+		{simulate.Simulate{Catalog: "../certified", All: true, Start: simulate.Start{CSV: "x"}, Output: "text"}, simulate.ErrOneStart.Error()},
 		{simulate.Simulate{Catalog: "../certified", All: true, Output: "html"}, `unknown output "html": use text, yaml, json, dot, mermaid, svg, png`},
-		{simulate.Simulate{Catalog: "../certified", All: true, Output: "dot"}, "a picture shows one path and there are 5: start from one CSV with --installed"},
+		{simulate.Simulate{Catalog: "../certified", All: true, Output: "dot"}, "a picture shows one path and there are 5: start from one installed CSV"},
 	} {
 		var out bytes.Buffer
 		tc.a.Out = &out
 		if err := tc.a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: error %v, want %q", tc.a, err, tc.want)
 		}
+	}
+}
+
+// On the field catalog, some starts need a dependency: --all prints every start's outcome, the
+// unresolvable ones with OLM's ResolutionFailed, and only then fails. Given the catalog that
+// provides the dependencies, only the starts whose dependency nothing provides stay unresolvable.
+func TestSimulateAllReportsEveryStart(t *testing.T) {
+	field, deps := fieldCatalogs(t)
+	s := newSimulator(t, dirCatalog(synthcatalog.FieldCatalog, field))
+	starts := len(s.Starts(synthcatalog.FieldCatalog))
+	var needsOtherCatalog []string
+	for i := range synthcatalog.FieldPackages {
+		if i%8 == synthcatalog.FieldNeedsIssuer || i%8 == synthcatalog.FieldNeedsCertManager || i == synthcatalog.FieldNeedsNothingProvides {
+			needsOtherCatalog = append(needsOtherCatalog, synthcatalog.FieldPackage(i))
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		env  simulate.Environment
+		// unresolvable are the packages some of whose starts OLM cannot resolve.
+		unresolvable []string
+	}{
+		// A package that needs a sibling's API resolves alone: OLM installs an older release of
+		// the sibling, one that needs no other catalog yet.
+		{"alone", simulate.Environment{}, needsOtherCatalog},
+		{"with the deps catalog", simulate.Environment{Catalogs: []string{deps + ",priority=10"}}, []string{
+			synthcatalog.FieldPackage(synthcatalog.FieldNeedsNothingProvides),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			a := &simulate.Simulate{Catalog: field, All: true, Environment: tc.env, Output: "json", Out: &out}
+			err := a.Run(context.Background())
+			var ue *simulate.UnresolvableError
+			if !errors.As(err, &ue) || ue.Starts != starts {
+				t.Fatalf("error %v: want an UnresolvableError over all %d starts", err, starts)
+			}
+			var got struct{ Paths []simulate.Path }
+			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Paths) != starts {
+				t.Errorf("%d paths printed, want every start's: %d", len(got.Paths), starts)
+			}
+			unresolvable := map[string]bool{}
+			count := 0
+			for _, p := range got.Paths {
+				switch {
+				case p.Result == simulate.Unresolvable:
+					count++
+					unresolvable[p.Package] = true
+					if p.ResolutionFailed == nil || p.ResolutionFailed.Reason != "ConstraintsNotSatisfiable" || !strings.HasPrefix(p.ResolutionFailed.Message, "constraints not satisfiable: ") {
+						t.Errorf("%s: unresolvable with %+v: want OLM's ResolutionFailed", p.Start.Name, p.ResolutionFailed)
+					}
+				case p.Result != simulate.AtHead && p.Result != simulate.Stranded:
+					t.Errorf("%s: result %q", p.Start.Name, p.Result)
+				}
+			}
+			if count != ue.Unresolvable {
+				t.Errorf("%d unresolvable paths printed, the error says %d", count, ue.Unresolvable)
+			}
+			if fmt.Sprint(slices.Sorted(maps.Keys(unresolvable))) != fmt.Sprint(tc.unresolvable) {
+				t.Errorf("unresolvable packages %v, want %v", slices.Sorted(maps.Keys(unresolvable)), tc.unresolvable)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
+	"github.com/csi-olm/csi-olm/test/synthcatalog"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
@@ -129,11 +130,12 @@ func measure(tb testing.TB, name string, args ...string) (time.Duration, int64) 
 }
 
 // BenchmarkValidateVsOpm times `csi-olm catalog validate` (opm's rules plus the graph checks)
-// against `opm validate` on the same synthetic catalog of 2,000 bundles (50 packages × 40
-// versions), alternating the two in each iteration, and reports the medians and their ratios.
-// The catalog takes two forms: the metadata form published catalogs have, and the offline form
-// of the project's catalogs, with about 20 KiB of manifests embedded in each bundle (base64 in
-// the catalog's JSON, about 55 MB in all; catalog-MB reports it).
+// against `opm validate` on the same catalog, alternating the two in each iteration, and reports
+// the medians and their ratios. The catalog takes three forms: a synthetic catalog of 2,000
+// bundles (50 packages × 40 versions) in the metadata form published catalogs have, the same in
+// the offline form of the project's catalogs, with about 20 KiB of manifests embedded in each
+// bundle (base64 in the catalog's JSON, about 55 MB in all; catalog-MB reports it), and the field
+// catalog of test/synthcatalog, shaped as OperatorHub's are.
 func BenchmarkValidateVsOpm(b *testing.B) {
 	opm := testutil.Opm(b)
 	bin := filepath.Join(b.TempDir(), "csi-olm")
@@ -142,12 +144,21 @@ func BenchmarkValidateVsOpm(b *testing.B) {
 		b.Fatalf("building csi-olm: %v\n%s", err, out)
 	}
 	for _, form := range []struct {
-		name        string
-		objectBytes int
-	}{{"metadata", 0}, {"offline", 20 << 10}} {
+		name  string
+		write func(tb testing.TB, dir string)
+	}{
+		{"metadata", func(tb testing.TB, dir string) { syntheticCatalog(tb, dir, 50, 40, 0) }},
+		{"offline", func(tb testing.TB, dir string) { syntheticCatalog(tb, dir, 50, 40, 20<<10) }},
+		// The field's shape: 40 packages, 805 bundles, dependencies, pre-releases, deprecations.
+		{"field", func(tb testing.TB, dir string) {
+			if err := synthcatalog.WriteFieldCatalogs(dir, filepath.Join(tb.TempDir(), "deps")); err != nil {
+				tb.Fatal(err)
+			}
+		}},
+	} {
 		b.Run(form.name, func(b *testing.B) {
 			dir := filepath.Join(b.TempDir(), "synthetic")
-			syntheticCatalog(b, dir, 50, 40, form.objectBytes)
+			form.write(b, dir)
 			var size int64
 			err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
 				if err != nil || d.IsDir() {

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
-
 	"github.com/csi-olm/csi-olm/catalog/validation"
 )
 
@@ -327,34 +325,6 @@ properties: [{type: olm.package, value: {packageName: demo, version: 0.9.0}}]
 				if !found {
 					t.Errorf("no %s in %s mentioning %q; got:\n%s", w.level, w.file, w.contains, list(problems))
 				}
-			}
-		})
-	}
-}
-
-func TestHead(t *testing.T) {
-	e := func(name, replaces string, skips ...string) declcfg.ChannelEntry {
-		return declcfg.ChannelEntry{Name: name, Replaces: replaces, Skips: skips}
-	}
-	tests := []struct {
-		name    string
-		entries []declcfg.ChannelEntry
-		want    string
-	}{
-		{"replaces chain", []declcfg.ChannelEntry{e("a", ""), e("b", "a"), e("c", "b")}, "c"},
-		{"skips", []declcfg.ChannelEntry{e("a", ""), e("b", "", "a")}, "b"},
-		{"a skipRange makes no head", []declcfg.ChannelEntry{e("a", ""), {Name: "b", SkipRange: ">=0.0.0"}}, ""},
-		{"two heads", []declcfg.ChannelEntry{e("a", ""), e("b", "")}, ""},
-		{"cycle", []declcfg.ChannelEntry{e("a", "b"), e("b", "a")}, ""},
-		{"empty channel", nil, ""},
-		// opm rejects a channel that lists an entry twice; the head is still read from every entry.
-		{"head listed twice", []declcfg.ChannelEntry{e("a", ""), e("b", "a"), e("b", "a")}, ""},
-		{"replaced entry listed twice, once without edges", []declcfg.ChannelEntry{e("a", ""), e("b", "a"), e("b", ""), e("c", "b")}, "c"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := validation.Head(&declcfg.Channel{Name: "stable", Package: "demo", Entries: tt.entries}); got != tt.want {
-				t.Errorf("Head = %q, want %q", got, tt.want)
 			}
 		})
 	}

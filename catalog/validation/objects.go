@@ -26,19 +26,20 @@ type BundleSource struct {
 
 // embeddedObjects checks that the manifests embedded in offline bundles (olm.bundle.object) are
 // exactly those of the bundle directories they were rendered from.
-func (idx *index) embeddedObjects(src *BundleSource) []Problem {
+func (idx *catalogIndex) embeddedObjects(src *BundleSource) []Problem {
 	var problems []Problem
-	for _, pkg := range slices.Sorted(maps.Keys(idx.bundles)) {
-		for _, name := range slices.Sorted(maps.Keys(idx.bundles[pkg])) {
-			info := idx.bundles[pkg][name]
-			embedded, err := embeddedManifests(info.b.Properties)
-			if err != nil || len(embedded) == 0 || info.version == nil {
+	for _, p := range idx.m.Packages() {
+		pkg := p.Name
+		for _, name := range slices.Sorted(maps.Keys(p.Bundles)) {
+			info := p.Bundles[name]
+			embedded, err := embeddedManifests(info.Decl.Properties)
+			if err != nil || len(embedded) == 0 || info.Version == nil {
 				continue // nothing embedded (a published bundle), or reported by opm's rules
 			}
 			add := func(format string, args ...any) {
 				problems = append(problems, Problem{File: idx.c.file("olm.bundle", pkg, name), Level: Error, Check: "objects", Package: pkg, Bundle: name, Message: fmt.Sprintf(format, args...)})
 			}
-			dir := path.Join(pkg, info.version.String(), "manifests")
+			dir := path.Join(pkg, info.Version.String(), "manifests")
 			onDisk, err := dirManifests(src.FS, dir)
 			if err != nil {
 				add("cannot compare embedded objects with %s/%s: %v", src.Dir, dir, err)

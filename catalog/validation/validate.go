@@ -11,6 +11,8 @@ import (
 	"os"
 	"path"
 	"slices"
+
+	"github.com/csi-olm/csi-olm/internal/option"
 )
 
 // Validate checks one file-based catalog directory.
@@ -40,7 +42,7 @@ func (v *Validate) Run(ctx context.Context) error {
 	}
 	if v.Bundles != "" {
 		if _, err := os.Stat(v.Bundles); err != nil {
-			return fmt.Errorf("--bundles: %w", err)
+			return &option.Error{Field: "Bundles", Err: err}
 		}
 		opts.Bundles = &BundleSource{FS: os.DirFS(v.Bundles), Dir: v.Bundles}
 	}

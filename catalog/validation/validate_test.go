@@ -30,7 +30,7 @@ func TestCommittedCatalogsValidate(t *testing.T) {
 	}
 	// Alone, the certified catalog cannot check the edge from the community head.
 	out, err := run(&validation.Validate{Dir: "../certified"})
-	if err != nil || !strings.Contains(out, `upgrades from "aws-efs-operator.v0.0.8", which is not in this catalog (pass --community`) {
+	if err != nil || !strings.Contains(out, `upgrades from "aws-efs-operator.v0.0.8", which is not in this catalog (validate it together with the community catalog`) {
 		t.Errorf("certified alone: %v\n%s", err, out)
 	}
 }

@@ -111,3 +111,31 @@ func TestMigrateRefusesAnUnknownDriverBeforeTouchingACluster(t *testing.T) {
 		t.Errorf("without --driver: err = %v", err)
 	}
 }
+
+// The catalog verbs' domain packages name their own terms; the command names the flags.
+func TestCatalogErrorsNameTheFlags(t *testing.T) {
+	const certified, community = "../../catalog/certified", "../../catalog/community"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"catalog", "images", certified, "--format", "idms"}, "--mirror: the idms format needs the registry the cluster pulls from instead"},
+		{[]string{"catalog", "images", certified, "--format", "imageset"}, "--catalog-image: the imageset format needs"},
+		{[]string{"catalog", "graph", certified, "--format", "svg"}, "--output-dir: the svg format writes files"},
+		{[]string{"catalog", "generate", "--bundles", "../../bundle", "--output", t.TempDir(), "--bundle-image", "registry.example/{{.Package"}, "--bundle-image: template"},
+		{[]string{"catalog", "validate", certified, "--bundles", "/nonexistent"}, "--bundles: stat /nonexistent"},
+		{[]string{"catalog", "diff", community, certified, "-o", "dot"}, "--package: a picture shows one package and"},
+		{[]string{"catalog", "simulate", certified}, "at least one of the flags in the group [installed all from-cluster] is required"},
+		{[]string{"catalog", "simulate", certified, "--all", "--installed", "x"}, "none of the others can be"},
+		{[]string{"catalog", "simulate", certified, "--installed", "aws-efs-operator.v0.0.6"},
+			`CSV "aws-efs-operator.v0.0.6" is not in catalog ../../catalog/certified: name the catalog it was installed from with --installed-from`},
+		{[]string{"catalog", "simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--channel", "fast"},
+			`has no channel "fast" (channels: preview, stable): name one with --channel`},
+		{[]string{"catalog", "simulate", certified, "--all", "--existing-operator", "cert-manager", "--with-catalog", community + ",priority=high"},
+			"installed operator \"cert-manager\" is not PACKAGE@VERSION with a semver version\n  catalog \"" + community + ",priority=high\": \"priority=high\" is not priority=N"},
+	} {
+		if _, err := execute(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}

@@ -138,8 +138,8 @@ func Write(dir string) error {
 }
 
 // bundle is an offline bundle (no image) embedding the CSV, as `csi-olm catalog generate` writes
-// the project's.
-func bundle(pkg, v string) (*declcfg.Bundle, error) {
+// the project's, with further properties such as the APIs it provides and requires.
+func bundle(pkg, v string, props ...property.Property) (*declcfg.Bundle, error) {
 	sv, err := semver.Parse(v)
 	if err != nil {
 		return nil, fmt.Errorf("version %q of %s: %w", v, pkg, err)
@@ -182,7 +182,7 @@ func bundle(pkg, v string) (*declcfg.Bundle, error) {
 	}
 	return &declcfg.Bundle{
 		Schema: declcfg.SchemaBundle, Name: name, Package: pkg,
-		Properties: []property.Property{property.MustBuildPackage(pkg, v), property.MustBuildBundleObject(raw)},
+		Properties: append([]property.Property{property.MustBuildPackage(pkg, v), property.MustBuildBundleObject(raw)}, props...),
 		CsvJSON:    string(raw), Objects: []string{string(raw)},
 	}, nil
 }

@@ -10,5 +10,9 @@ func NewCommand() *cobra.Command {
 		Short: "Generate, validate, draw, simulate and compare file-based catalogs",
 	}
 	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages(), newSimulate(), newDiff())
+	for _, verb := range cmd.Commands() {
+		run := verb.RunE
+		verb.RunE = func(cmd *cobra.Command, args []string) error { return withHints(cmd, run(cmd, args)) }
+	}
 	return cmd
 }

@@ -16,12 +16,18 @@ func newDiff() *cobra.Command {
 		Long: `Compares two file-based catalogs: packages, channels, bundles and upgrade edges added or
 removed, channel heads moved, default channels changed, deprecations added or removed.
 
-A change is breaking (!) when it strands a user of the old catalog: a package or channel
-removed (renames included: Subscriptions name their channel), a default channel that no longer
-exists, a channel head moved to a lower version, or a bundle of the old catalog from which OLM
-cannot reach the new channel head, whether it was removed or lost its edges. The last is not
-guessed from the edges: each old bundle is installed, and OLM's own resolver is asked for the
-path through the new catalog, as ` + "`csi-olm catalog simulate`" + ` does.
+A change is breaking (!) when it makes things worse for a user of the old catalog: a package or
+channel removed (renames included: Subscriptions name their channel), a default channel that no
+longer exists, a channel head moved to a lower version, or a bundle of the old catalog that OLM
+took to the head and now strands, or now takes less far. That is not guessed from the edges:
+each old bundle is installed, and OLM's own resolver is asked where it goes through the old
+catalog and through the new, as ` + "`csi-olm catalog simulate`" + ` does. A start the old catalog
+already stranded is listed apart ("already stranded before this change") and is no change. Only
+packages whose content changed, or whose dependencies' providers changed, are resolved.
+
+Dependencies resolve as on a cluster: --with-catalog, --existing-operator and --existing-api, as
+for simulate, describe the rest of it, the same for both catalogs. A start whose dependency
+nothing provides, in both, is no change.
 
 --breaking prints only the breaking changes and exits non-zero when there is one.
 
@@ -43,6 +49,8 @@ red and dashed): dot, mermaid, svg, png.`,
 	f.BoolVar(&d.Breaking, "breaking", false, "report only changes that strand installed users; exit non-zero when there is one")
 	f.StringVarP(&d.Output, "output", "o", "text", "output: "+strings.Join(diff.Formats, ", "))
 	f.StringVar(&d.Package, "package", "", "package a picture shows (default: the only one that changed)")
+	fills(f, "package", "Package")
+	environmentFlags(f, &d.Environment)
 	f.StringVar(&d.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	return cmd
 }

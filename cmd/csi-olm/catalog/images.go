@@ -29,6 +29,8 @@ func newImages() *cobra.Command {
 	cmd.Flags().StringVarP(&a.Format, "format", "f", images.FormatList, "format: "+strings.Join(images.Formats, ", "))
 	cmd.Flags().StringVar(&a.Mirror, "mirror", "", "registry the ImageDigestMirrorSet redirects to, e.g. mirror.example:5000")
 	cmd.Flags().StringVar(&a.CatalogImage, "catalog-image", "", "catalog image the ImageSetConfiguration mirrors")
+	fills(cmd.Flags(), "mirror", "Mirror")
+	fills(cmd.Flags(), "catalog-image", "CatalogImage")
 	cmd.Flags().StringVar(&a.Name, "name", "csi-olm", "name of the ImageDigestMirrorSet")
 	return cmd
 }

@@ -29,7 +29,19 @@ Where to start, one of:
   --from-cluster    every Subscription of the cluster (--kubeconfig) whose package the catalog
                     has, from the CSV it installed, as if its source served <catalog>
 
-<catalog> and --installed-from are catalog directories or catalog images
+The rest of the cluster, which OLM resolves dependencies against (olm.gvk.required,
+olm.package.required, olm.constraint) across every CatalogSource by priority and against what is
+installed:
+  --with-catalog DIR|IMAGE[,priority=N]   another CatalogSource (repeatable)
+  --existing-operator PACKAGE@VERSION     an installed operator: the bundle of that package and
+                                          version in a catalog, or else only the package
+  --existing-api GROUP/VERSION/KIND       an API an installed operator provides
+--from-cluster reads the cluster's other installed CSVs as well. A start whose dependency nothing
+provides is reported with the ResolutionFailed condition OLM would give its Subscription.
+
+Every start is printed; the verb then exits non-zero when OLM cannot resolve one of them.
+
+<catalog>, --installed-from and --with-catalog are catalog directories or catalog images
 (registry.example/catalog:tag), which are pulled and read from the directory their
 operators.operatorframework.io.index.configs.v1 label names.
 
@@ -38,7 +50,8 @@ Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, m
 		Example: `  csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community
   csi-olm catalog simulate catalog/community --all -o yaml
   csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community -o svg > path.svg
-  csi-olm catalog simulate catalog/certified --from-cluster --kubeconfig ~/.kube/config`,
+  csi-olm catalog simulate catalog/certified --from-cluster --kubeconfig ~/.kube/config
+  csi-olm catalog simulate my-catalog --all --with-catalog cert-manager-catalog,priority=10 --existing-api cert-manager.io/v1/Issuer`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.Catalog = args[0]
@@ -56,5 +69,8 @@ Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, m
 	f.StringVar(&a.Cluster.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, for --from-cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	f.StringVarP(&a.Output, "output", "o", "text", "output: "+strings.Join(simulate.Formats, ", "))
 	f.StringVar(&a.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
+	environmentFlags(f, &a.Environment)
+	cmd.MarkFlagsOneRequired("installed", "all", "from-cluster")
+	cmd.MarkFlagsMutuallyExclusive("installed", "all", "from-cluster")
 	return cmd
 }
