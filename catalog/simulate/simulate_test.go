@@ -307,3 +307,48 @@ func TestSimulateAllReportsEveryStart(t *testing.T) {
 		})
 	}
 }
+
+// An upgrade that needs a package only a second catalog carries: OLM installs the dependency
+// from there, beside the upgrade, and without that catalog cannot resolve the Subscription.
+// TestSimulateMatchesOLM in test/e2e checks the same starts against OLM with two CatalogSources.
+func TestSimulateInstallsDependencies(t *testing.T) {
+	depsDir := t.TempDir()
+	if err := synthcatalog.WriteDependencies(depsDir); err != nil {
+		t.Fatal(err)
+	}
+	syn := synthetic(t)
+	const pkg = "synthetic-needs-dependency"
+	start := simulate.Start{CSV: pkg + ".v1.0.0"}
+
+	s := newSimulator(t, syn, dirCatalog("synthetic-deps", depsDir))
+	p, err := s.Simulate(context.Background(), "synthetic", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := route(p); got != "1.0.0 -replaces-> 1.1.0 -replaces-> 1.2.0" || p.Result != simulate.AtHead {
+		t.Errorf("route %q, result %s: want the head through 1.1.0", got, p.Result)
+	}
+	want := []simulate.Dependency{{CSV: "synthetic-dependency.v2.0.0", Version: "2.0.0", Package: "synthetic-dependency", Catalog: "synthetic-deps", With: pkg + ".v1.1.0"}}
+	if fmt.Sprint(p.Dependencies) != fmt.Sprint(want) {
+		t.Errorf("dependencies %+v, want %+v", p.Dependencies, want)
+	}
+
+	// Alone, OLM keeps 1.0.0, as nothing provides what 1.1.0 needs; an installed 1.1.0 needs it
+	// itself, and the Subscription fails to resolve.
+	alone := newSimulator(t, syn)
+	const needs = "requires an operator with package: synthetic-dependency and with version in range: >=1.1.0"
+	p, err = alone.Simulate(context.Background(), "synthetic", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Result != simulate.Stranded || p.End != start.CSV || !strings.Contains(p.Stranded, "OLM cannot install "+pkg+".v1.1.0, which can replace "+start.CSV) || !strings.Contains(p.Stranded, needs) {
+		t.Errorf("alone from 1.0.0: result %s at %s (%s): want it kept, saying why", p.Result, p.End, p.Stranded)
+	}
+	p, err = alone.Simulate(context.Background(), "synthetic", simulate.Start{CSV: pkg + ".v1.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Result != simulate.Unresolvable || p.ResolutionFailed == nil || !strings.Contains(p.ResolutionFailed.Message, needs) {
+		t.Errorf("alone from 1.1.0: result %s, %+v: want OLM's ResolutionFailed naming the dependency", p.Result, p.ResolutionFailed)
+	}
+}

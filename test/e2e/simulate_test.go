@@ -29,7 +29,12 @@ import (
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
-const syntheticSource = "synthetic-operators"
+// The synthetic catalog, and the second catalog that carries the package some of its upgrades
+// need: two CatalogSources, as OLM resolves dependencies across every CatalogSource.
+const (
+	syntheticSource    = "synthetic-operators"
+	dependenciesSource = "synthetic-dependencies"
+)
 
 // settle is how long OLM must stay at a path's end, AtLatestKnown and installing nothing more,
 // before the path counts as ended: its catalog operator resolves again within a second of a
@@ -67,7 +72,8 @@ func (c crossCheck) String() string {
 // TestSimulateMatchesOLM installs every start of the project's catalogs and of the synthetic
 // catalog, and every community version switched to the certified catalog, with real OLM; it
 // records every CSV OLM installs until it settles, and checks the record equals the path
-// `catalog simulate` predicts for that start.
+// `catalog simulate` predicts for that start, with the dependencies OLM installs from the second
+// CatalogSource on the way.
 //
 // It does not run in parallel: its installs load the two cores enough to slow the real node's
 // tests past their deadlines.
@@ -75,21 +81,23 @@ func TestSimulateMatchesOLM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
-	synDir := t.TempDir()
-	if err := synthcatalog.Write(synDir); err != nil {
-		t.Fatal(err)
-	}
-	addr, err := f.stack.ServeCatalog(ctx, syntheticSource, synDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.stack.CreateCatalogSource(ctx, testbed.OLMNamespace, syntheticSource, addr); err != nil {
-		t.Fatal(err)
-	}
 	dirs := map[string]string{
 		communitySource: filepath.Join("..", "..", "catalog", "community"),
 		certifiedSource: filepath.Join("..", "..", "catalog", "certified"),
-		syntheticSource: synDir,
+	}
+	for source, write := range map[string]func(string) error{syntheticSource: synthcatalog.Write, dependenciesSource: synthcatalog.WriteDependencies} {
+		dir := t.TempDir()
+		if err := write(dir); err != nil {
+			t.Fatal(err)
+		}
+		addr, err := f.stack.ServeCatalog(ctx, source, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.stack.CreateCatalogSource(ctx, testbed.OLMNamespace, source, addr); err != nil {
+			t.Fatal(err)
+		}
+		dirs[source] = dir
 	}
 	var catalogs []simulate.Catalog
 	for name, dir := range dirs {
@@ -183,7 +191,8 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 		}
 	}()
 
-	if want, err = c.predict(ctx, sim); err != nil {
+	want, deps, err := c.predict(ctx, sim)
+	if err != nil {
 		return nil, err
 	}
 	var csvs operatorsv1alpha1.ClusterServiceVersionList
@@ -222,26 +231,33 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 		if err != nil {
 			return nil, err
 		}
-		return want, waitForPath(ctx, kc, ns, c.start.Package, want, rec, func() error { return approveNew(ctx, kc, ns, stale) })
+		return want, waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, func() error { return approveNew(ctx, kc, ns, stale) })
 	}
-	return want, waitForPath(ctx, kc, ns, c.start.Package, want, rec, nil)
+	return want, waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, nil)
 }
 
-// predict is the path `catalog simulate` gives: the start, then each step's bundle.
-func (c crossCheck) predict(ctx context.Context, sim *simulate.Simulator) ([]string, error) {
+// predict is the path `catalog simulate` gives: the start, then each step's bundle, and the
+// dependencies OLM installs on the way. Every start of these catalogs resolves.
+func (c crossCheck) predict(ctx context.Context, sim *simulate.Simulator) (path, deps []string, err error) {
 	target, start := c.source, c.start
 	if c.switched {
 		target, start.InstalledFrom = certifiedSource, c.source
 	}
 	p, err := sim.Simulate(ctx, target, start)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	want := []string{p.Start.Name}
+	if p.Result == simulate.Unresolvable {
+		return nil, nil, fmt.Errorf("simulate cannot resolve the start: %s", p.ResolutionFailed.Message)
+	}
+	path = []string{p.Start.Name}
 	for _, s := range p.Steps {
-		want = append(want, s.To)
+		path = append(path, s.To)
 	}
-	return want, nil
+	for _, d := range p.Dependencies {
+		deps = append(deps, d.CSV)
+	}
+	return path, deps, nil
 }
 
 // installStart approves the install of the start alone: the Subscription's approval is Manual.
@@ -360,9 +376,10 @@ func (c crossCheck) fromClusterAgrees(ctx context.Context, s *testbed.Stack, ns 
 	return fmt.Errorf("simulate --from-cluster has no path for Subscription %s/%s:\n%s", ns, c.start.Package, out.String())
 }
 
-// waitForPath waits until OLM has installed want, in order, and settled on its last CSV; it
-// fails as soon as OLM installs a CSV off the predicted path. each, when set, runs at every poll.
-func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want []string, rec *recorder, each func() error) error {
+// waitForPath waits until OLM has installed want, in order, and the dependencies deps, and
+// settled on want's last CSV; it fails as soon as OLM installs a CSV off the predicted path or a
+// dependency not predicted. each, when set, runs at every poll.
+func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want, deps []string, rec *recorder, each func() error) error {
 	end := want[len(want)-1]
 	var settledSince time.Time
 	var sub operatorsv1alpha1.Subscription
@@ -374,11 +391,15 @@ func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want []s
 			}
 		}
 		got := rec.names()
-		if len(got) > len(want) || !slices.Equal(got, want[:len(got)]) {
-			return fmt.Errorf("OLM installed %v, simulate predicted %v", got, want)
+		// A dependency goes in with the step that needs it, in one InstallPlan: its order among
+		// that plan's CSVs is OLM's to pick.
+		own := slices.DeleteFunc(slices.Clone(got), func(csv string) bool { return slices.Contains(deps, csv) })
+		if len(own) > len(want) || !slices.Equal(own, want[:len(own)]) {
+			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v", got, want, deps)
 		}
 		getErr = kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: pkg}, &sub)
-		atEnd := getErr == nil && len(got) == len(want) && olm.AtLatestKnown(end)(&sub) && rec.succeeded(end)
+		atEnd := getErr == nil && len(own) == len(want) && olm.AtLatestKnown(end)(&sub) && rec.succeeded(end) &&
+			!slices.ContainsFunc(deps, func(csv string) bool { return !rec.succeeded(csv) })
 		switch {
 		case !atEnd:
 			settledSince = time.Time{}
@@ -389,7 +410,7 @@ func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want []s
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("OLM installed %v, simulate predicted %v: %w\n%s", got, want, ctx.Err(), olm.DescribeSubscription(&sub, getErr))
+			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v: %w\n%s", got, want, deps, ctx.Err(), olm.DescribeSubscription(&sub, getErr))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -1,6 +1,6 @@
 // Package synthcatalog writes a file-based catalog of small packages whose upgrade graphs are the
-// tricky ones: a skipRange overlapping replaces, a skipped bundle in the middle of a channel, and
-// two channels sharing bundles. Its bundles embed a minimal CSV that real OLM installs (one
+// tricky ones: a skipRange overlapping replaces, a skipped bundle in the middle of a channel, two
+// channels sharing bundles, and upgrades that need a package a second catalog provides. Its bundles embed a minimal CSV that real OLM installs (one
 // Deployment, no APIs, so several can be installed side by side), so the same catalog serves the
 // offline tests of `catalog simulate` and the cross-check against OLM on the test bed.
 package synthcatalog
@@ -29,6 +29,8 @@ type Entry struct {
 	Replaces  string
 	Skips     []string
 	SkipRange string
+	// Requires is a package the bundle needs, as olm.package.required: "PACKAGE RANGE".
+	Requires string
 }
 
 // Package is one tricky graph.
@@ -81,17 +83,40 @@ var Packages = []Package{
 		},
 		ChannelDeprecations: map[string]string{"stable": "stable gets no more updates: subscribe to fast."},
 	},
+	{
+		// From 1.1.0 on it needs synthetic-dependency, which only the dependencies' catalog
+		// carries; 1.2.0 needs its 2.0.0.
+		Name: "synthetic-needs-dependency", DefaultChannel: "stable",
+		Channels: map[string][]Entry{"stable": {
+			{Version: "1.0.0"},
+			{Version: "1.1.0", Replaces: "1.0.0", Requires: "synthetic-dependency >=1.1.0"},
+			{Version: "1.2.0", Replaces: "1.1.0", Requires: "synthetic-dependency >=2.0.0"},
+		}},
+	},
 }
+
+// DependencyPackages are the packages of the dependencies' catalog, a second CatalogSource.
+var DependencyPackages = []Package{{
+	Name: "synthetic-dependency", DefaultChannel: "stable",
+	Channels: map[string][]Entry{"stable": {
+		{Version: "1.0.0"},
+		{Version: "1.1.0", Replaces: "1.0.0"},
+		{Version: "2.0.0", Replaces: "1.1.0"},
+	}},
+}}
 
 // BundleName is the CSV name of a package's version.
 func BundleName(pkg, version string) string { return pkg + ".v" + version }
 
 // Config builds the catalog.
-func Config() (*declcfg.DeclarativeConfig, error) {
+func Config() (*declcfg.DeclarativeConfig, error) { return ConfigOf(Packages) }
+
+// ConfigOf builds a catalog of the packages.
+func ConfigOf(packages []Package) (*declcfg.DeclarativeConfig, error) {
 	cfg := &declcfg.DeclarativeConfig{}
-	for _, p := range Packages {
+	for _, p := range packages {
 		cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: p.Name, DefaultChannel: p.DefaultChannel})
-		versions := map[string]bool{}
+		versions := map[string][]property.Property{}
 		for _, name := range sortedKeys(p.Channels) {
 			ch := declcfg.Channel{Schema: declcfg.SchemaChannel, Package: p.Name, Name: name}
 			for _, e := range p.Channels[name] {
@@ -103,12 +128,15 @@ func Config() (*declcfg.DeclarativeConfig, error) {
 					ce.Skips = append(ce.Skips, BundleName(p.Name, s))
 				}
 				ch.Entries = append(ch.Entries, ce)
-				versions[e.Version] = true
+				versions[e.Version] = nil
+				if pkg, rng, ok := strings.Cut(e.Requires, " "); ok {
+					versions[e.Version] = []property.Property{property.MustBuildPackageRequired(pkg, rng)}
+				}
 			}
 			cfg.Channels = append(cfg.Channels, ch)
 		}
 		for _, v := range sortedKeys(versions) {
-			b, err := bundle(p.Name, v)
+			b, err := bundle(p.Name, v, versions[v]...)
 			if err != nil {
 				return nil, err
 			}
@@ -129,8 +157,13 @@ func Config() (*declcfg.DeclarativeConfig, error) {
 }
 
 // Write writes the catalog into dir as opm lays catalogs out (<package>/catalog.json).
-func Write(dir string) error {
-	cfg, err := Config()
+func Write(dir string) error { return write(Packages, dir) }
+
+// WriteDependencies writes the dependencies' catalog into dir.
+func WriteDependencies(dir string) error { return write(DependencyPackages, dir) }
+
+func write(packages []Package, dir string) error {
+	cfg, err := ConfigOf(packages)
 	if err != nil {
 		return err
 	}
