@@ -13,6 +13,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/csi-olm/csi-olm/catalog/index"
 )
 
 // Image is one image of a catalog and what needs it.
@@ -127,19 +129,17 @@ type AdditionalImage struct {
 // ImageSet describes, for oc-mirror, the catalog image catalogRef with every package and
 // channel of cfg, so that mirroring it copies every bundle and related image the catalog needs.
 func ImageSet(catalogRef string, cfg *declcfg.DeclarativeConfig) *ImageSetConfiguration {
-	channels := map[string][]string{}
-	for _, ch := range cfg.Channels {
-		channels[ch.Package] = append(channels[ch.Package], ch.Name)
-	}
 	op := OperatorCatalog{Catalog: catalogRef}
-	for _, p := range cfg.Packages {
+	for _, p := range index.New(cfg).Packages() {
+		if p.Decl == nil {
+			continue
+		}
 		pkg := IncludePackage{Name: p.Name}
-		for _, ch := range slices.Sorted(slices.Values(channels[p.Name])) {
+		for _, ch := range p.ChannelNames() {
 			pkg.Channels = append(pkg.Channels, IncludeChannel{Name: ch})
 		}
 		op.Packages = append(op.Packages, pkg)
 	}
-	slices.SortFunc(op.Packages, func(a, b IncludePackage) int { return cmp.Compare(a.Name, b.Name) })
 	return &ImageSetConfiguration{
 		TypeMeta: metav1.TypeMeta{APIVersion: "mirror.openshift.io/v2alpha1", Kind: "ImageSetConfiguration"},
 		Mirror:   ImageSetMirror{Operators: []OperatorCatalog{op}},

@@ -299,7 +299,13 @@ func (ch *Channel) Loops() [][]string {
 
 // ReachesHead reports, for each entry, whether some chain of upgrade edges leads from it to the
 // channel's single head. Without a single head nothing reaches it.
-func (ch *Channel) ReachesHead() map[string]bool {
+func (ch *Channel) ReachesHead() map[string]bool { return ch.reachesHead(false) }
+
+// OLMReachesHead is ReachesHead as OLM walks the chains: it never upgrades to a bundle another
+// bundle of the channel skips, so a chain through one is cut there.
+func (ch *Channel) OLMReachesHead() map[string]bool { return ch.reachesHead(true) }
+
+func (ch *Channel) reachesHead(olm bool) map[string]bool {
 	head := ch.Head()
 	reached := map[string]bool{}
 	if head == "" {
@@ -310,6 +316,9 @@ func (ch *Channel) ReachesHead() map[string]bool {
 	for len(queue) > 0 {
 		e := queue[0]
 		queue = queue[1:]
+		if olm && e.Name != head && len(ch.SkippedBy(e.Name)) > 0 {
+			continue
+		}
 		for _, from := range ch.Entries {
 			if _, ok := e.Rule.From(from.Name, from.Version); ok && !reached[from.Name] {
 				reached[from.Name] = true

@@ -198,10 +198,14 @@ func (idx *catalogIndex) channelGraph(p *index.Package, ch *index.Channel, commu
 	if len(hs) != 1 {
 		return append(problems, idx.channelProblem(ch, Error, "graph", "", "channel must have exactly one head, has %d: %v", len(hs), hs))
 	}
-	reached := ch.ReachesHead()
+	reached, olmReached := ch.ReachesHead(), ch.OLMReachesHead()
 	for _, e := range ch.Entries {
-		if !reached[e.Name] {
+		switch {
+		case !reached[e.Name]:
 			problems = append(problems, idx.channelProblem(ch, Error, "graph", e.Name, "no upgrade path leads from it to the channel head %s: installs of it are stranded", hs[0]))
+		case !olmReached[e.Name]:
+			// opm accepts it, and catalogs in the field have it: a warning, not an error.
+			problems = append(problems, idx.channelProblem(ch, Warning, "graph", e.Name, "every upgrade path from it to the channel head %s goes through a bundle that another bundle skips, and OLM never upgrades to a skipped bundle: installs of it are stranded", hs[0]))
 		}
 	}
 	return problems

@@ -285,6 +285,13 @@ properties: [{type: olm.package, value: {packageName: demo, version: 0.9.0}}]
 			},
 		},
 		{
+			// opm accepts it: every bundle is on the replaces chain from the head or skipped.
+			name: "a release skipped by the next, which the only upgrade from an older one goes to",
+			edit: replace("    replaces: demo.v1.0.0\n  - name: demo.v1.2.0\n    replaces: demo.v1.1.0\n    skipRange: \">=1.0.0 <1.2.0\"\n",
+				"    replaces: demo.v1.0.0\n    skips: [demo.v1.0.0]\n  - name: demo.v1.2.0\n    replaces: demo.v1.1.0\n    skips: [demo.v1.1.0]\n"),
+			want: []want{{validation.Warning, "demo/catalog.yaml", "bundle demo.v1.0.0: every upgrade path from it to the channel head demo.v1.2.0 goes through a bundle that another bundle skips"}},
+		},
+		{
 			name: "channel entry without a bundle",
 			edit: replace("    skipRange: \">=1.0.0 <1.2.0\"\n", "    skipRange: \">=1.0.0 <1.2.0\"\n  - name: demo.v1.3.0\n    replaces: demo.v1.2.0\n"),
 			want: []want{{validation.Error, "demo/catalog.yaml", `no olm.bundle blobs found in package "demo" for olm.channel entries [demo.v1.3.0]`}},
