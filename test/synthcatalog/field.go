@@ -3,7 +3,9 @@ package synthcatalog
 import (
 	"fmt"
 	"slices"
+	"strings"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 )
@@ -55,18 +57,14 @@ type fieldRelease struct {
 }
 
 // FieldConfigs builds the field catalog and the catalog that provides its dependencies.
-func FieldConfigs() (field, deps *declcfg.DeclarativeConfig, err error) {
+func FieldConfigs() (field, deps *declcfg.DeclarativeConfig) {
 	field = &declcfg.DeclarativeConfig{}
 	for i := range FieldPackages {
-		if err := addFieldPackage(field, i); err != nil {
-			return nil, nil, err
-		}
+		addFieldPackage(field, i)
 	}
 	deps = &declcfg.DeclarativeConfig{}
-	if err := addCertManager(deps); err != nil {
-		return nil, nil, err
-	}
-	return field, deps, nil
+	addCertManager(deps)
+	return field, deps
 }
 
 // fieldVersions are a package's versions in upgrade order: minors of ten patches; packages with
@@ -87,7 +85,7 @@ func fieldVersions(i, n int) []string {
 	return out
 }
 
-func addFieldPackage(cfg *declcfg.DeclarativeConfig, i int) error {
+func addFieldPackage(cfg *declcfg.DeclarativeConfig, i int) {
 	pkg := FieldPackage(i)
 	// 8 to 32 bundles, 800 in all.
 	versions := fieldVersions(i, 8+(i*7)%25)
@@ -133,9 +131,7 @@ func addFieldPackage(cfg *declcfg.DeclarativeConfig, i int) error {
 	if i%3 == 0 {
 		channels = []declcfg.Channel{channel(pkg, "stable", releases[:len(releases)-2]), channel(pkg, "fast", releases)}
 	}
-	if err := addPackage(cfg, pkg, releases, channels...); err != nil {
-		return err
-	}
+	addPackage(cfg, pkg, releases, channels...)
 	if i%6 == 0 {
 		d := declcfg.Deprecation{Schema: declcfg.SchemaDeprecation, Package: pkg, Entries: []declcfg.DeprecationEntry{{
 			Reference: declcfg.PackageScopedReference{Schema: declcfg.SchemaBundle, Name: name(0)},
@@ -155,7 +151,6 @@ func addFieldPackage(cfg *declcfg.DeclarativeConfig, i int) error {
 		}
 		cfg.Deprecations = append(cfg.Deprecations, d)
 	}
-	return nil
 }
 
 func channel(pkg, name string, releases []fieldRelease) declcfg.Channel {
@@ -169,7 +164,7 @@ func channel(pkg, name string, releases []fieldRelease) declcfg.Channel {
 }
 
 // addCertManager is the deps catalog: cert-manager, which provides the Issuer.
-func addCertManager(cfg *declcfg.DeclarativeConfig) error {
+func addCertManager(cfg *declcfg.DeclarativeConfig) {
 	const pkg = "cert-manager"
 	versions := []string{"1.11.0", "1.12.2", "1.13.1", "1.14.4"}
 	var releases []fieldRelease
@@ -183,31 +178,23 @@ func addCertManager(cfg *declcfg.DeclarativeConfig) error {
 		}
 		releases = append(releases, r)
 	}
-	return addPackage(cfg, pkg, releases, channel(pkg, "stable", releases))
+	addPackage(cfg, pkg, releases, channel(pkg, "stable", releases))
 }
 
 // addPackage adds a package whose default channel is stable, its channels and its releases'
 // bundles.
-func addPackage(cfg *declcfg.DeclarativeConfig, pkg string, releases []fieldRelease, channels ...declcfg.Channel) error {
+func addPackage(cfg *declcfg.DeclarativeConfig, pkg string, releases []fieldRelease, channels ...declcfg.Channel) {
 	cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: pkg, DefaultChannel: "stable"})
 	cfg.Channels = append(cfg.Channels, channels...)
 	for _, r := range releases {
-		b, err := bundle(pkg, r.version, r.props...)
-		if err != nil {
-			return err
-		}
-		cfg.Bundles = append(cfg.Bundles, *b)
+		cfg.Bundles = append(cfg.Bundles, fieldBundle(pkg, r.version, r.props...))
 	}
-	return nil
 }
 
 // WriteFieldCatalogs writes the field catalog and its deps catalog into dirs as opm lays catalogs
 // out.
 func WriteFieldCatalogs(fieldDir, depsDir string) error {
-	field, deps, err := FieldConfigs()
-	if err != nil {
-		return err
-	}
+	field, deps := FieldConfigs()
 	if err := declcfg.WriteFS(*field, fieldDir, declcfg.WriteJSON, ".json"); err != nil {
 		return err
 	}
@@ -242,16 +229,30 @@ func AddFieldRelease(cfg *declcfg.DeclarativeConfig, pkg, version string) error 
 	for _, b := range cfg.Bundles {
 		if b.Name == heads[0] {
 			for _, p := range b.Properties {
-				if p.Type != property.TypePackage && p.Type != property.TypeBundleObject {
+				if p.Type != property.TypePackage && p.Type != property.TypeCSVMetadata {
 					props = append(props, p)
 				}
 			}
 		}
 	}
-	b, err := bundle(pkg, version, props...)
-	if err != nil {
-		return err
-	}
-	cfg.Bundles = append(cfg.Bundles, *b)
+	cfg.Bundles = append(cfg.Bundles, fieldBundle(pkg, version, props...))
 	return nil
+}
+
+// fieldBundle is a bundle as published catalogs carry it: a bundle image, the operator's image,
+// and the CSV's metadata OperatorHub shows, with the APIs it provides and requires.
+func fieldBundle(pkg, version string, props ...property.Property) declcfg.Bundle {
+	operator := fmt.Sprintf("quay.io/field/%s:v%s", pkg, version)
+	meta := property.MustBuildCSVMetadata(operatorsv1alpha1.ClusterServiceVersion{Spec: operatorsv1alpha1.ClusterServiceVersionSpec{
+		DisplayName: pkg,
+		Description: strings.Repeat("An operator of the field's shape, to measure the catalog verbs on. ", 12),
+		Provider:    operatorsv1alpha1.AppLink{Name: "field"},
+		Keywords:    []string{"field", "synthetic"},
+	}})
+	return declcfg.Bundle{
+		Schema: declcfg.SchemaBundle, Name: BundleName(pkg, version), Package: pkg,
+		Image:         fmt.Sprintf("quay.io/field/%s-bundle:v%s", pkg, version),
+		Properties:    append([]property.Property{property.MustBuildPackage(pkg, version), meta}, props...),
+		RelatedImages: []declcfg.RelatedImage{{Name: "operator", Image: operator}},
+	}
 }
