@@ -28,8 +28,10 @@ import (
 
 // Registry is a connection to a catalog's gRPC registry, the API OLM itself resolves from.
 type Registry struct {
-	// Name says which catalog answers, for messages.
-	Name   string
+	// Name says which catalog answers, for messages: namespace/name.
+	Name string
+	// source is the CatalogSource's name, as OLM's resolver knows it.
+	source string
 	conn   *grpc.ClientConn
 	client api.RegistryClient
 	// stopForward ends the port-forward the connection goes through, if any.
@@ -50,7 +52,7 @@ func NeedsPortForward(cs *operatorsv1alpha1.CatalogSource) bool { return cs.Spec
 // CatalogSource's spec.address, else through a port-forward to the registry pod OLM runs for
 // it, which works from inside and outside the cluster alike.
 func DialRegistry(ctx context.Context, c client.Reader, config *rest.Config, cs *operatorsv1alpha1.CatalogSource, address string) (*Registry, error) {
-	r := &Registry{Name: cs.Namespace + "/" + cs.Name, stopForward: func() {}}
+	r := &Registry{Name: cs.Namespace + "/" + cs.Name, source: cs.Name, stopForward: func() {}}
 	if address == "" {
 		address = cs.Spec.Address
 	}
@@ -146,11 +148,11 @@ func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel string, install
 		return nil, fmt.Errorf("asking catalog %s for the head of channel %s of %s: %w", r.Name, up.Channel, pkg, err)
 	}
 	up.Head = head.CsvName
-	resolver, err := olmresolver.New(olmresolver.Source{Name: r.Name, Client: registryclient.NewClientFromConn(r.conn)})
+	resolver, err := olmresolver.New(olmresolver.Source{Name: r.source, Client: registryclient.NewClientFromConn(r.conn)})
 	if err != nil {
 		return nil, err
 	}
-	sub := &olmresolver.Subscription{Name: pkg, Package: pkg, Channel: up.Channel, Catalog: r.Name}
+	sub := &olmresolver.Subscription{Name: pkg, Package: pkg, Channel: up.Channel, Catalog: r.source}
 	current := installed
 	for seen := map[string]bool{current.CSV: true}; current.CSV != up.Head; {
 		if err := ctx.Err(); err != nil {
@@ -175,7 +177,10 @@ func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel string, install
 		}
 		seen[e.Name] = true
 		if len(up.Path) == 0 {
-			up.Edge, up.Why = e.Name, why(e, installed)
+			up.Edge = e.Name
+			if up.Why, err = r.why(ctx, pkg, up.Channel, e.Name, installed); err != nil {
+				return nil, err
+			}
 		}
 		up.Path = append(up.Path, e.Name)
 		current = olmresolver.Operator{CSV: e.Name, Version: *e.Version, Properties: e.Properties}
@@ -183,22 +188,24 @@ func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel string, install
 	return up, nil
 }
 
-// why says which of the entry's fields upgrades from the installed operator, as OLM's
-// subscription predicate reads them.
-func why(e *cache.Entry, installed olmresolver.Operator) string {
-	switch {
-	case e.Replaces == installed.CSV:
-		return string(upgrade.Replaces) + " " + installed.CSV
-	case slices.Contains(e.Skips, installed.CSV):
-		return string(upgrade.Skips) + " " + installed.CSV
-	case e.SkipRange != nil && e.SkipRange(installed.Version):
-		rng := ""
-		if e.Bundle != nil {
-			rng = fmt.Sprintf(" %q", e.Bundle.SkipRange)
-		}
-		return fmt.Sprintf("skipRange%s includes %s", rng, installed.Version)
+// why says which field of the bundle OLM installs first upgrades from the installed operator.
+// The fields are read from the registry: OLM's resolver rewrites the replaces of what it returns
+// to the CSV it replaces.
+func (r *Registry) why(ctx context.Context, pkg, channel, csv string, installed olmresolver.Operator) (string, error) {
+	b, err := r.client.GetBundle(ctx, &api.GetBundleRequest{PkgName: pkg, ChannelName: channel, CsvName: csv})
+	if err != nil {
+		return "", fmt.Errorf("asking catalog %s for bundle %s: %w", r.Name, csv, err)
 	}
-	return ""
+	// A skipRange that does not parse leaves replaces and skips.
+	rule, _ := upgrade.Edges{Replaces: b.Replaces, Skips: b.Skips, SkipRange: b.SkipRange}.Compile()
+	switch kind, ok := rule.From(installed.CSV, &installed.Version); {
+	case !ok:
+		return "", nil
+	case kind == upgrade.SkipRange:
+		return fmt.Sprintf("skipRange %q includes %s", b.SkipRange, installed.Version), nil
+	default:
+		return string(kind) + " " + installed.CSV, nil
+	}
 }
 
 // StrandedError is an installed operator OLM never takes to the channel's head.
