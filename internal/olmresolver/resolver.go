@@ -2,8 +2,8 @@
 // (operator-lifecycle-manager's pkg/controller/registry/resolver, v0.46.0, the OLM the test bed
 // runs) over catalogs reached through the registry API, and over one namespace of installed
 // operators, as OLM's catalog operator resolves a namespace. `csi-olm catalog simulate` and
-// `catalog diff` ask it over catalogs served in-process; `csi-olm migrate subscription` asks it
-// over the live catalog the Subscription switches to. Neither restates OLM's rules to decide.
+// `catalog diff` ask it over catalogs served in-process, and restate none of OLM's rules to
+// decide.
 //
 // What it models of a cluster:
 //   - CatalogSources in one global catalog namespace, each with its spec.priority: OLM prefers a
