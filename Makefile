@@ -56,19 +56,32 @@ beside = $(1) & beside=$$!; rc=0; $(2) || rc=$$?; wait $$beside || rc=$$?; exit 
 
 # The operator package's campaigns and corpus, about half of its time: a test process of their own.
 OPERATOR_CAMPAIGNS := ^(TestDriverNeverDeletedUnderAVolume|TestOperatorKillCampaign|TestControlPlaneFaultsConverge|TestClusterCSIDriverCorpus)$$
+# The catalog verbs' tests on the field-sized catalogs (test/synthcatalog's 800 bundles): one
+# goroutine resolving start after start, which the race detector makes five times slower and
+# finds nothing in. They run without it; the simulator's concurrency is race-tested on the
+# project's catalogs (TestSimulateConcurrently).
+FIELD_TESTS := ^TestField
+
+# The operator's packages compiled as its image carries it (static, -trimpath), once: the
+# operator tests run that binary and the release tests put it in an image, each building it with
+# `go build` from Go's cache (testutil.BuildBinary); two test processes starting those builds at
+# once would each compile it.
+STATIC_OPERATOR_PACKAGES = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/aws-efs-csi-driver-operator
 
 .PHONY: test
 # -count=1: a test's result is never taken from Go's cache, which does not know the tools the
 # tests run. The operator package, the long pole, runs in two processes side by side (compiled
 # once first, so that they do not both compile it); both mostly wait on their own clusters.
-# The release tests compress hundreds of megabytes of image layers, which takes ten times longer
-# under the race detector; their concurrency (registry.PinAll) is race-tested in images/registry.
+# The release tests compress image layers, which takes ten times longer under the race detector;
+# their concurrency (registry.PinAll) is race-tested in images/registry. They and the field
+# tests run beside the rest: alone after it, they would leave a core idle for minutes.
 test: test-tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
-	$(GO) test -race -count=1 -run '^$$' ./operator/
-	$(call beside,$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/,\
-		$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -skip '$(OPERATOR_CAMPAIGNS)' \
-		$$($(GO) list ./... | grep -v -e /test/e2e -e /release$$))
-	$(TOOL_ENV) $(GO) test -count=1 -timeout 30m ./release/...
+	$(call beside,$(STATIC_OPERATOR_PACKAGES),$(GO) test -race -count=1 -run '^$$' ./operator/)
+	$(call beside,($(TOOL_ENV) $(GO) test -count=1 -timeout 30m ./release/... && \
+		$(TOOL_ENV) $(GO) test -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate),\
+		($(call beside,$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/,\
+		$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -skip '$(OPERATOR_CAMPAIGNS)|$(FIELD_TESTS)' \
+		$$($(GO) list ./... | grep -v -e /test/e2e -e /release$$))))
 
 # The campaigns' long forms that CI runs: `make test` runs their short forms.
 E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO) test -count=1 -timeout 30m -run '^TestDriverNeverDeletedUnderAVolume$$' ./operator/
@@ -80,10 +93,12 @@ e2e: e2e-tools node-deps ## Run the end-to-end tests: the real kubelet node, OLM
 	$(call beside,$(E2E_CAMPAIGNS),$(GO) test -count=1 -timeout 30m ./test/e2e/...)
 
 .PHONY: test-tools e2e-tools
+# Three builds at once: on 2 cores one build's downloads and links overlap another's compiling.
+TOOL_JOBS ?= 3
 test-tools:
-	@hack/tools.sh $(TEST_TOOLS) >/dev/null
+	@hack/tools.sh -j $(TOOL_JOBS) $(TEST_TOOLS) >/dev/null
 e2e-tools:
-	@hack/tools.sh $(E2E_TOOLS) >/dev/null
+	@hack/tools.sh -j $(TOOL_JOBS) $(E2E_TOOLS) >/dev/null
 
 # BENCH_OUT=FILE keeps the benchmark output in FILE too, in the format benchstat compares
 # (BENCHMARKS.md says how to compare two commits).

@@ -3,6 +3,7 @@
 #
 #   hack/tools.sh <tool>...   build (if missing) and print the path of each tool
 #   hack/tools.sh all         build every tool
+#   hack/tools.sh -j N ...    build up to N independent tools at once first (see build_parallel)
 #
 # Versions are pinned in one place each, so a tool is always the version the code and the test bed
 # are written against:
@@ -356,8 +357,72 @@ tool() {
 	esac
 }
 
-[[ $# -gt 0 ]] || { echo "usage: hack/tools.sh <tool>...|all" >&2; exit 2; }
+# unit NAME: the build a tool belongs to. Tools of one unit are built by one job, in order: they
+# share a build (the kube binaries, kwok and its CRDs, OLM's two binaries) or the compiled
+# packages of one module graph (etcd and storage-manifest-check reuse what the kube binaries
+# compiled, so building them beside it would compile Kubernetes twice).
+unit() {
+	case $1 in
+	kube-* | kubelet | etcd | storage-manifest-check | pause) echo kube ;;
+	kwok | kwok-crds) echo kwok ;;
+	olm | catalog | olm-crds) echo olm ;;
+	*) echo "$1" ;;
+	esac
+}
+
+# build_parallel TOOL...: builds the missing tools with up to jobs units at once, the units in the
+# order first asked. On 2 cores this overlaps one unit's module downloads and single-threaded
+# links with another's compiling. Every unit's output goes to its own log, printed whole when it
+# failed (its downloads left out when it did not); every failure is reported, not only the first.
+build_parallel() {
+	local -a units=() pids=() logs=()
+	local -A tools_of=()
+	local t u
+	for t in "$@"; do
+		u=$(unit "$t")
+		[[ -v "tools_of[$u]" ]] || units+=("$u")
+		tools_of[$u]+=" $t"
+	done
+	mkdir -p "$cache"
+	local logdir
+	logdir=$(mktemp -d "$cache/.tmp.logs.XXXXXX")
+	tmps+=("$logdir")
+	local i running=0 status=0
+	for i in "${!units[@]}"; do
+		if ((running >= jobs)); then
+			wait -n || true
+			running=$((running - 1))
+		fi
+		logs[i]="$logdir/${units[i]}.log"
+		# shellcheck disable=SC2086 # the unit's tool names, split on purpose
+		"$0" ${tools_of[${units[i]}]} >/dev/null 2>"${logs[i]}" &
+		pids[i]=$!
+		running=$((running + 1))
+	done
+	for i in "${!units[@]}"; do
+		if ! wait "${pids[i]}"; then
+			echo "hack/tools.sh: building ${tools_of[${units[i]}]# } failed:" >&2
+			cat "${logs[i]}" >&2
+			status=1
+		else
+			grep -v '^go: downloading ' "${logs[i]}" >&2 || true
+		fi
+	done
+	return $status
+}
+
+[[ $# -gt 0 ]] || { echo "usage: hack/tools.sh [-j N] <tool>...|all" >&2; exit 2; }
+jobs=1
+if [[ $1 == -j ]]; then
+	[[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "hack/tools.sh: -j takes a positive number, not '${2:-}'" >&2; exit 2; }
+	jobs=$2
+	shift 2
+fi
 [[ $1 == all ]] && set -- "${all_tools[@]}"
+for t in "$@"; do
+	[[ " ${all_tools[*]} " == *" $t "* ]] || { echo "hack/tools.sh: unknown tool $t (known: ${all_tools[*]})" >&2; exit 2; }
+done
+((jobs == 1)) || build_parallel "$@"
 requested_kube=()
 for t in "$@"; do
 	[[ " ${kube_bins[*]} " != *" $t "* ]] || requested_kube+=("$t")

@@ -131,18 +131,27 @@ type State struct {
 
 const adminUser = "admin"
 
+// Validate refuses options no stack can run. A caller that builds the tools first
+// (NeededTools, FindTools) checks them before: a real node's tools take minutes to build.
+func (opts Options) Validate() error {
+	if opts.NoCluster && !opts.Registry {
+		return fmt.Errorf("a stack without a cluster runs only a registry: set Registry too")
+	}
+	if opts.RealNode && (opts.Level < Full || opts.NoCluster) {
+		return fmt.Errorf("a real node needs a cluster of level full or olm, not %s", opts.Level)
+	}
+	return nil
+}
+
 // Start brings a stack up to the level asked for. On error, everything started is stopped.
 func Start(ctx context.Context, opts Options) (s *Stack, err error) {
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
 	}
-	if opts.NoCluster && !opts.Registry {
-		return nil, fmt.Errorf("a stack without a cluster runs only a registry: set Registry too")
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	if opts.RealNode {
-		if opts.Level < Full || opts.NoCluster {
-			return nil, fmt.Errorf("a real node needs a cluster of level full or olm, not %s", opts.Level)
-		}
 		opts.Registry = true
 	}
 	if err := opts.Tools.check(opts); err != nil {

@@ -246,7 +246,7 @@ func TestSimulateVerbRefusesBadFlags(t *testing.T) {
 // On the field catalog, some starts need a dependency: --all prints every start's outcome, the
 // unresolvable ones with OLM's ResolutionFailed, and only then fails. Given the catalog that
 // provides the dependencies, only the starts whose dependency nothing provides stay unresolvable.
-func TestSimulateAllReportsEveryStart(t *testing.T) {
+func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 	field, deps := fieldCatalogs(t)
 	s := newSimulator(t, dirCatalog(synthcatalog.FieldCatalog, field))
 	starts := len(s.Starts(synthcatalog.FieldCatalog))

@@ -19,6 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/gzip"
 )
 
 // Epoch dates every file and image: a build date would make two builds of the same source differ.
@@ -127,8 +128,23 @@ func Layer(files []File) (v1.Layer, error) {
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("layer: %w", err)
 	}
-	raw := buf.Bytes()
+	// Compressed here, once, and kept: given an uncompressed tar, go-containerregistry compresses
+	// it again for every push and layout write, with the standard library's gzip, and an operator
+	// or opm layer is tens of megabytes. klauspost/compress writes the same format several times
+	// faster; its output, like the tar, depends only on the files.
+	var gz bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
+	if err != nil {
+		return nil, fmt.Errorf("layer: %w", err)
+	}
+	if _, err := zw.Write(buf.Bytes()); err != nil {
+		return nil, fmt.Errorf("layer: compress: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("layer: compress: %w", err)
+	}
+	compressed := gz.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(raw)), nil
+		return io.NopCloser(bytes.NewReader(compressed)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 }

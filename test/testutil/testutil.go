@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -97,15 +98,17 @@ func Median(values []float64) float64 {
 }
 
 // BuildBinary builds a main package of this module into the test's temporary directory, with
-// the given build tags (the test hooks that release builds leave out).
+// the given build tags (the test hooks that release builds leave out), for this machine and
+// otherwise as its image carries it (BuildStatic): the tests run what ships, and every build of
+// the operator, the release tests' and the end-to-end tier's among them, shares one set of
+// compiled packages in Go's cache.
 func BuildBinary(tb testing.TB, pkg string, tags ...string) string {
 	tb.Helper()
-	bin := filepath.Join(tb.TempDir(), filepath.Base(pkg))
-	out, err := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", bin, pkg).CombinedOutput()
-	if err != nil {
-		tb.Fatalf("building %s: %v\n%s", pkg, err, out)
+	dir := tb.TempDir()
+	if err := buildStatic(dir, runtime.GOARCH, tags, pkg); err != nil {
+		tb.Fatal(err)
 	}
-	return bin
+	return filepath.Join(dir, filepath.Base(pkg))
 }
 
 // Eventually polls cond every 100ms until it returns nil or ctx ends; the error says what was
@@ -201,7 +204,7 @@ func BuildStatic(tb testing.TB, pkg, goarch string) string {
 		return bin
 	}
 	dir := filepath.Join(tb.TempDir(), goarch)
-	if err := buildStatic(dir, goarch, pkg); err != nil {
+	if err := buildStatic(dir, goarch, nil, pkg); err != nil {
 		tb.Fatal(err)
 	}
 	return filepath.Join(dir, filepath.Base(pkg))
@@ -217,7 +220,7 @@ var (
 // for BuildStatic to return. A test binary whose tests have deadlines calls it from TestMain: a
 // cold build takes minutes, which must not be spent from a deadline meant for the cluster.
 func PrebuildStatic(dir, goarch string, pkgs ...string) error {
-	if err := buildStatic(dir, goarch, pkgs...); err != nil {
+	if err := buildStatic(dir, goarch, nil, pkgs...); err != nil {
 		return err
 	}
 	prebuiltMu.Lock()
@@ -228,11 +231,15 @@ func PrebuildStatic(dir, goarch string, pkgs ...string) error {
 	return nil
 }
 
-func buildStatic(dir, goarch string, pkgs ...string) error {
+func buildStatic(dir, goarch string, tags []string, pkgs ...string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	args := []string{"build", "-trimpath", "-o", dir + string(filepath.Separator)}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building %s for linux/%s: %w\n%s", strings.Join(pkgs, " "), goarch, err, out)

@@ -71,7 +71,18 @@ func TestUpDown(t *testing.T) {
 	}
 }
 
+// TestUpRejectsBadFlags: bad flags are refused before any tool is asked for (a real node's take
+// minutes to build), so the test points the tool cache at an empty directory and checks that it
+// stays empty.
 func TestUpRejectsBadFlags(t *testing.T) {
+	tools := t.TempDir()
+	t.Setenv("CSI_OLM_TOOLS_DIR", tools)
+	t.Setenv("GOPROXY", "off")
+	defer func() {
+		if entries, _ := os.ReadDir(tools); len(entries) > 0 {
+			t.Errorf("dev up asked hack/tools.sh for tools before refusing its flags: the cache holds %v", entries)
+		}
+	}()
 	for _, tt := range []struct {
 		up   *dev.Up
 		want string

@@ -74,6 +74,9 @@ func (u *Up) Run(ctx context.Context) error {
 		Level: level, Dir: dir, Detached: true, Registry: true, RealNode: u.Node == "real",
 		Logf: func(format string, args ...any) { fmt.Fprintf(u.Out, format+"\n", args...) },
 	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
 	tools, err := testbed.FindTools(testbed.NeededTools(opts)...)
 	if err != nil {
 		return err
