@@ -57,8 +57,8 @@ beside = $(1) & beside=$$!; rc=0; $(2) || rc=$$?; wait $$beside || rc=$$?; exit 
 # The operator package's campaigns and corpus, about half of its time: a test process of their own.
 OPERATOR_CAMPAIGNS := ^(TestDriverNeverDeletedUnderAVolume|TestOperatorKillCampaign|TestControlPlaneFaultsConverge|TestClusterCSIDriverCorpus)$$
 # The catalog verbs' tests on the field-sized catalogs (test/synthcatalog's 800 bundles): one
-# goroutine resolving start after start, which the race detector makes five times slower and
-# finds nothing in. They run without it; the simulator's concurrency is race-tested on the
+# goroutine resolving start after start, which the race detector makes five times slower. They
+# check results at scale and run without it; the simulator's concurrency is race-tested on the
 # project's catalogs (TestSimulateConcurrently).
 FIELD_TESTS := ^TestField
 
