@@ -66,7 +66,7 @@ FIELD_TESTS := ^TestField
 # operator tests run that binary and the release tests put it in an image, each building it with
 # `go build` from Go's cache (testutil.BuildBinary); two test processes starting those builds at
 # once would each compile it.
-STATIC_OPERATOR_PACKAGES = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/aws-efs-csi-driver-operator
+COMPILE_STATIC_OPERATOR = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/aws-efs-csi-driver-operator
 
 .PHONY: test
 # -count=1: a test's result is never taken from Go's cache, which does not know the tools the
@@ -76,7 +76,7 @@ STATIC_OPERATOR_PACKAGES = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cm
 # their concurrency (registry.PinAll) is race-tested in images/registry. They and the field
 # tests run beside the rest: alone after it, they would leave a core idle for minutes.
 test: test-tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
-	$(call beside,$(STATIC_OPERATOR_PACKAGES),$(GO) test -race -count=1 -run '^$$' ./operator/)
+	$(call beside,$(COMPILE_STATIC_OPERATOR),$(GO) test -race -count=1 -run '^$$' ./operator/)
 	$(call beside,($(TOOL_ENV) $(GO) test -count=1 -timeout 30m ./release/... && \
 		$(TOOL_ENV) $(GO) test -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate),\
 		($(call beside,$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/,\
