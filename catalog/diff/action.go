@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
@@ -48,7 +49,21 @@ func (d *Diff) Run(ctx context.Context) error {
 		opened = append(opened, o)
 	}
 	opened[1].VersionOf = "old"
-	sim, existing, closeEnv, err := d.Environment.Simulator(ctx, opened...)
+	// Only the packages that changed are asked of OLM, so only those, and what they depend on,
+	// are served.
+	scope := func(catalogs map[string]*index.Catalog) []string {
+		var roots []string
+		for pkg, changed := range changedPackages(catalogs["old"], catalogs["new"]) {
+			if changed {
+				roots = append(roots, pkg)
+			}
+		}
+		if d.Package != "" {
+			roots = append(roots, d.Package)
+		}
+		return roots
+	}
+	sim, existing, closeEnv, err := d.Environment.Simulator(ctx, scope, opened...)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package diff_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
@@ -187,9 +189,18 @@ func TestFieldDiffFailsOnSimulatorErrors(t *testing.T) {
 		t.Errorf("error %v, output %q: want the cancellation and nothing printed", err, out.String())
 	}
 
+	sim, existing := servedWhole(t, f.old, newDir, simulate.Environment{})
+	if r, err := diff.Compare(cancelled, f.old, newDir, sim, existing); !errors.Is(err, context.Canceled) || r != nil {
+		t.Errorf("report %+v, error %v: want the cancellation and no report", r, err)
+	}
+}
+
+// servedWhole is a simulator serving every package of the two catalogs and of env's.
+func servedWhole(t *testing.T, oldDir, newDir string, env simulate.Environment) (*simulate.Simulator, []simulate.Existing) {
+	t.Helper()
 	ctx := context.Background()
 	var opened []*simulate.Opened
-	for _, c := range []struct{ name, dir string }{{"old", f.old}, {"new", newDir}} {
+	for _, c := range []struct{ name, dir string }{{"old", oldDir}, {"new", newDir}} {
 		o, err := simulate.Open(ctx, c.dir)
 		if err != nil {
 			t.Fatal(err)
@@ -198,12 +209,44 @@ func TestFieldDiffFailsOnSimulatorErrors(t *testing.T) {
 		o.Name = c.name
 		opened = append(opened, o)
 	}
-	sim, existing, closeSim, err := simulate.Environment{}.Simulator(ctx, opened...)
+	opened[1].VersionOf = "old"
+	sim, existing, closeSim, err := env.Simulator(ctx, nil, opened...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(closeSim)
-	if r, err := diff.Compare(cancelled, f.old, newDir, sim, existing); !errors.Is(err, context.Canceled) || r != nil {
-		t.Errorf("report %+v, error %v: want the cancellation and no report", r, err)
+	return sim, existing
+}
+
+// diff serves only the packages that changed and what they depend on. Its report must be the
+// one a simulator serving everything gives, for changes to packages with every kind of
+// dependency: on an API of a package that did not change, on another catalog's package, on
+// nothing, and for a package whose starts were stranded before.
+func TestFieldScopedServingAnswersAsWhole(t *testing.T) {
+	f := newField(t)
+	// Package 12 needs the API of 13, which does not change; 15 needs the package cert-manager of
+	// the deps catalog.
+	newDir := f.changed(t, release(synthcatalog.FieldStranding, synthcatalog.FieldNeedsSibling+10,
+		synthcatalog.FieldNeedsCertManager+8, synthcatalog.FieldNeedsNothingProvides))
+	d := &diff.Diff{Old: f.old, New: newDir, Environment: simulateEnv(f), Output: "json"}
+	scoped, err := runJSON(t, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, existing := servedWhole(t, f.old, newDir, simulateEnv(f))
+	report, err := diff.Compare(context.Background(), f.old, newDir, sim, existing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the verb prints it.
+	var whole *diff.Report
+	if raw, err := json.Marshal(report); err != nil || json.Unmarshal(raw, &whole) != nil {
+		t.Fatalf("the report does not round-trip through JSON: %v", err)
+	}
+	if diff := cmp.Diff(whole, scoped); diff != "" {
+		t.Errorf("the report with only the changed packages served differs from the one with every package served (-whole +scoped):\n%s", diff)
+	}
+	if len(scoped.Changes) == 0 || len(scoped.Unchanged) == synthcatalog.FieldPackages {
+		t.Errorf("the change compared nothing: %d changes, %d packages unchanged", len(scoped.Changes), len(scoped.Unchanged))
 	}
 }

@@ -85,7 +85,7 @@ func (a *Simulate) Run(ctx context.Context) error {
 		}
 		opened = append(opened, fc)
 	}
-	sim, existing, closeEnv, err := a.Environment.Simulator(ctx, opened...)
+	sim, existing, closeEnv, err := a.Environment.Simulator(ctx, nil, opened...)
 	if err != nil {
 		return err
 	}

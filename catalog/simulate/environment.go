@@ -11,6 +11,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 	"github.com/operator-framework/operator-registry/pkg/api"
 
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/internal/olmresolver"
 )
 
@@ -28,14 +29,25 @@ type Environment struct {
 }
 
 // Simulator serves the verb's catalogs and the environment's together, and reads the
-// environment's installed operators from them. close stops the simulator and removes what
-// opening the environment's catalog images unpacked.
-func (e Environment) Simulator(ctx context.Context, verbs ...*Opened) (sim *Simulator, existing []Existing, close func(), err error) {
+// environment's installed operators from them. With a scope, the catalogs serve the packages it
+// picks, the installed operators' and what those reach (NewScoped). close stops the simulator
+// and removes what opening the environment's catalog images unpacked.
+func (e Environment) Simulator(ctx context.Context, scope Scope, verbs ...*Opened) (sim *Simulator, existing []Existing, close func(), err error) {
 	env, err := e.open(ctx, verbs)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if sim, err = New(ctx, env.catalogs...); err != nil {
+	if scope != nil {
+		picked := scope
+		scope = func(catalogs map[string]*index.Catalog) []string {
+			roots := picked(catalogs)
+			for _, p := range env.packages {
+				roots = append(roots, p.name)
+			}
+			return roots
+		}
+	}
+	if sim, err = NewScoped(ctx, scope, env.catalogs...); err != nil {
 		env.close()
 		return nil, nil, nil, err
 	}

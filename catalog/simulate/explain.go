@@ -50,7 +50,7 @@ func (s *Simulator) step(ctx context.Context, tc *loaded, ch *index.Channel, pre
 		}
 		return len(order)
 	}
-	cands, err := s.candidates(tc, ch, installed)
+	cands, err := s.resolver.Candidates(tc.Name, ch.Package, ch.Name, installed.Operator)
 	if err != nil {
 		return st, err
 	}
@@ -79,19 +79,10 @@ func (s *Simulator) step(ctx context.Context, tc *loaded, ch *index.Channel, pre
 	return st, nil
 }
 
-// candidates are the channel's bundles OLM's resolver considers as replacements for installed:
-// its own predicate (resolver.getSubscriptionVariables), before channel ordering drops skipped
-// ones.
-func (s *Simulator) candidates(tc *loaded, ch *index.Channel, installed operator) ([]*cache.Entry, error) {
-	return s.resolver.Find(tc.Name, ch.Package, cache.PkgPredicate(ch.Package), cache.ChannelPredicate(ch.Name),
-		cache.Not(cache.CSVNamePredicate(installed.CSV)),
-		cache.Or(cache.SkipRangeIncludesPredicate(installed.Version), cache.ReplacesPredicate(installed.CSV)))
-}
-
 // stranded says why OLM keeps the package's operator of ns although it is not the head.
 func (s *Simulator) stranded(ctx context.Context, tc *loaded, ch *index.Channel, ns []operator) (string, error) {
 	end := ns[0]
-	cands, err := s.candidates(tc, ch, end)
+	cands, err := s.resolver.Candidates(tc.Name, ch.Package, ch.Name, end.Operator)
 	if err != nil {
 		return "", err
 	}

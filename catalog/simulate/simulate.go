@@ -37,6 +37,7 @@ import (
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/validation"
@@ -196,32 +197,50 @@ type resolution struct {
 	failed *olmresolver.ResolutionError
 }
 
-// New loads and serves the catalogs. A catalog with load problems is refused with every problem,
-// as `csi-olm catalog validate` reports them.
+// New loads and serves the catalogs, every package of them. A catalog with load problems is
+// refused with every problem, as `csi-olm catalog validate` reports them.
 func New(ctx context.Context, catalogs ...Catalog) (*Simulator, error) {
+	return NewScoped(ctx, nil, catalogs...)
+}
+
+// Scope picks, from the loaded catalogs' models by name, the packages simulations will start
+// from.
+type Scope func(catalogs map[string]*index.Catalog) []string
+
+// NewScoped loads the catalogs and serves, of each, only the packages scope picks and those they
+// can reach through dependencies in any of the catalogs: OLM's answers for those packages do
+// not depend on the others, and building a registry's cache is most of a simulation's time on a
+// large catalog. A nil scope serves every package.
+func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulator, error) {
 	s := &Simulator{catalogs: map[string]*loaded{}, memo: map[string]resolution{}}
-	var sources []olmresolver.Source
+	configs := map[string]*declcfg.DeclarativeConfig{}
+	indexes := map[string]*index.Catalog{}
 	for _, c := range catalogs {
 		if _, dup := s.catalogs[c.Name]; dup {
-			s.Close()
 			return nil, fmt.Errorf("two catalogs are named %q: name them apart", c.Name)
 		}
 		v, problems := validation.Load(ctx, c.FS, c.Dir)
 		if err := ctx.Err(); err != nil {
-			s.Close()
 			return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
 		}
 		if len(problems) > 0 {
-			s.Close()
 			return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
 		}
-		srv, err := serve(ctx, c.FS)
+		s.catalogs[c.Name] = &loaded{Catalog: c, idx: index.New(v.Config)}
+		configs[c.Name], indexes[c.Name] = v.Config, s.catalogs[c.Name].idx
+	}
+	var packages map[string]bool
+	if scope != nil {
+		packages = reach(slices.Collect(maps.Values(indexes)), scope(indexes))
+	}
+	var sources []olmresolver.Source
+	for _, c := range catalogs {
+		srv, err := serve(ctx, c.FS, configs[c.Name], packages)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("serving %s: %w", c.Dir, err)
 		}
 		s.close = append(s.close, srv.close)
-		s.catalogs[c.Name] = &loaded{Catalog: c, idx: index.New(v.Config)}
 		sources = append(sources, olmresolver.Source{Name: c.Name, Priority: c.Priority, Client: srv.client})
 	}
 	r, err := olmresolver.New(sources...)

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/blang/semver/v4"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
 	"github.com/operator-framework/operator-registry/pkg/api"
+	registryclient "github.com/operator-framework/operator-registry/pkg/client"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -22,13 +22,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/olmresolver"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
 // Registry is a connection to a catalog's gRPC registry, the API OLM itself resolves from.
 type Registry struct {
-	// Name says which catalog answers, for messages.
-	Name   string
+	// Name says which catalog answers, for messages: namespace/name.
+	Name string
+	// source is the CatalogSource's name, as OLM's resolver knows it.
+	source string
 	conn   *grpc.ClientConn
 	client api.RegistryClient
 	// stopForward ends the port-forward the connection goes through, if any.
@@ -49,7 +52,7 @@ func NeedsPortForward(cs *operatorsv1alpha1.CatalogSource) bool { return cs.Spec
 // CatalogSource's spec.address, else through a port-forward to the registry pod OLM runs for
 // it, which works from inside and outside the cluster alike.
 func DialRegistry(ctx context.Context, c client.Reader, config *rest.Config, cs *operatorsv1alpha1.CatalogSource, address string) (*Registry, error) {
-	r := &Registry{Name: cs.Namespace + "/" + cs.Name, stopForward: func() {}}
+	r := &Registry{Name: cs.Namespace + "/" + cs.Name, source: cs.Name, stopForward: func() {}}
 	if address == "" {
 		address = cs.Spec.Address
 	}
@@ -104,20 +107,24 @@ func (r *Registry) Close() {
 	r.stopForward()
 }
 
-// Upgrade is what a catalog offers an installed CSV: the channel's head, and the bundle whose
-// replaces, skips or skipRange lets OLM leave the installed CSV.
+// Upgrade is where OLM takes an installed CSV in a channel of a catalog: the channel's head, the
+// bundles it installs on the way, and the first step's edge.
 type Upgrade struct {
 	Channel  string   `json:"channel"`
 	Channels []string `json:"channels"`
 	Head     string   `json:"head"`
-	// Edge is the bundle that upgrades from the installed CSV, and Why says through which field.
+	// Path are the CSVs OLM installs one after another, the head last.
+	Path []string `json:"path,omitempty"`
+	// Edge is the bundle OLM installs first, and Why says through which of its fields.
 	Edge string `json:"edge,omitempty"`
 	Why  string `json:"why,omitempty"`
 }
 
-// FindUpgrade asks the registry how the installed CSV (name and version) upgrades in a channel
-// of a package. An empty channel means the package's default channel.
-func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel, installedCSV, installedVersion string) (*Upgrade, error) {
+// FindUpgrade asks OLM's own resolver, over the registry, where a Subscription to a channel of
+// the package (empty: its default channel) takes the installed operator: the same rule `csi-olm
+// catalog simulate` follows, checked against OLM by the test bed's cross-check. It fails unless
+// OLM reaches the channel's head, saying where and why it stops.
+func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel string, installed olmresolver.Operator) (*Upgrade, error) {
 	p, err := r.client.GetPackage(ctx, &api.GetPackageRequest{Name: pkg})
 	if status.Code(err) == codes.NotFound {
 		return nil, fmt.Errorf("catalog %s does not carry package %s", r.Name, pkg)
@@ -141,42 +148,113 @@ func (r *Registry) FindUpgrade(ctx context.Context, pkg, channel, installedCSV, 
 		return nil, fmt.Errorf("asking catalog %s for the head of channel %s of %s: %w", r.Name, up.Channel, pkg, err)
 	}
 	up.Head = head.CsvName
-	if up.Head == installedCSV {
-		return up, nil
-	}
-	bundles, err := r.channelBundles(ctx, pkg, up.Channel)
+	resolver, err := olmresolver.New(olmresolver.Source{Name: r.source, Client: registryclient.NewClientFromConn(r.conn)})
 	if err != nil {
 		return nil, err
 	}
-	// OLM moves to the newest bundle that upgrades from the installed one: with a skipRange
-	// that is often the head itself.
-	var installed *semver.Version
-	if v, err := semver.ParseTolerant(installedVersion); err == nil {
-		installed = &v
-	}
-	var newest semver.Version
-	for _, b := range bundles {
-		// A bundle whose skipRange does not parse is still reached by its replaces and skips.
-		rule, _ := upgrade.Edges{Replaces: b.Replaces, Skips: b.Skips, SkipRange: b.SkipRange}.Compile()
-		var why string
-		switch kind, ok := rule.From(installedCSV, installed); {
-		case !ok:
-			continue
-		case kind == upgrade.SkipRange:
-			why = fmt.Sprintf("skipRange %q includes %s", b.SkipRange, installed)
-		default:
-			why = string(kind) + " " + installedCSV
+	sub := &olmresolver.Subscription{Name: pkg, Package: pkg, Channel: up.Channel, Catalog: r.source}
+	current := installed
+	for seen := map[string]bool{current.CSV: true}; current.CSV != up.Head; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
-		v, err := semver.ParseTolerant(b.Version)
-		if up.Edge == "" || (err == nil && v.GT(newest)) {
-			up.Edge, up.Why, newest = b.CsvName, why, v
+		current.Subscription = sub
+		ops, err := resolver.Resolve([]olmresolver.Operator{current})
+		var failed *olmresolver.ResolutionError
+		if errors.As(err, &failed) {
+			return nil, fmt.Errorf("OLM cannot resolve package %s in channel %s of catalog %s from %s: ResolutionFailed (%s): %s", pkg, up.Channel, r.Name, current.CSV, failed.Reason, failed.Message)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("resolving package %s in channel %s of catalog %s from %s: %w", pkg, up.Channel, r.Name, current.CSV, err)
+		}
+		next := slices.IndexFunc(ops, func(e *cache.Entry) bool { return e.Package() == pkg })
+		if next < 0 {
+			why, err := r.whyStranded(resolver, pkg, up.Channel, current)
+			if err != nil {
+				return nil, err
+			}
+			return nil, &StrandedError{Catalog: r.Name, Package: pkg, Channel: up.Channel, Installed: installed.CSV, At: current.CSV, Head: up.Head, Why: why}
+		}
+		e := ops[next]
+		if seen[e.Name] {
+			return nil, fmt.Errorf("OLM would install %s again in channel %s of catalog %s: the channel's edges loop", e.Name, up.Channel, r.Name)
+		}
+		seen[e.Name] = true
+		if len(up.Path) == 0 {
+			up.Edge = e.Name
+			if up.Why, err = r.why(ctx, pkg, up.Channel, e.Name, installed); err != nil {
+				return nil, err
+			}
+		}
+		up.Path = append(up.Path, e.Name)
+		current = olmresolver.Operator{CSV: e.Name, Version: *e.Version, Properties: e.Properties}
+	}
+	return up, nil
+}
+
+// why says which field of the bundle OLM installs first upgrades from the installed operator.
+// The fields are read from the registry: OLM's resolver rewrites the replaces of what it returns
+// to the CSV it replaces.
+func (r *Registry) why(ctx context.Context, pkg, channel, csv string, installed olmresolver.Operator) (string, error) {
+	b, err := r.client.GetBundle(ctx, &api.GetBundleRequest{PkgName: pkg, ChannelName: channel, CsvName: csv})
+	if err != nil {
+		return "", fmt.Errorf("asking catalog %s for bundle %s: %w", r.Name, csv, err)
+	}
+	// A skipRange that does not parse leaves replaces and skips.
+	rule, _ := upgrade.Edges{Replaces: b.Replaces, Skips: b.Skips, SkipRange: b.SkipRange}.Compile()
+	switch kind, ok := rule.From(installed.CSV, &installed.Version); {
+	case !ok:
+		return "", nil
+	case kind == upgrade.SkipRange:
+		return fmt.Sprintf("skipRange %q includes %s", b.SkipRange, installed.Version), nil
+	default:
+		return string(kind) + " " + installed.CSV, nil
+	}
+}
+
+// whyStranded says why OLM keeps at although the channel's head is another bundle: no bundle
+// upgrades from it, or OLM refuses those that do, in its own words.
+func (r *Registry) whyStranded(resolver *olmresolver.Resolver, pkg, channel string, at olmresolver.Operator) (string, error) {
+	cands, err := resolver.Candidates(r.source, pkg, channel, at)
+	if err != nil {
+		return "", fmt.Errorf("asking catalog %s which bundles replace %s: %w", r.Name, at.CSV, err)
+	}
+	if len(cands) == 0 {
+		return fmt.Sprintf("no bundle replaces or skips %s, and no skipRange contains %s", at.CSV, at.Version), nil
+	}
+	// The nearest the head first, as OLM prefers them.
+	slices.SortStableFunc(cands, func(a, b *cache.Entry) int { return b.Version.Compare(*a.Version) })
+	var names []string
+	for _, c := range cands {
+		names = append(names, c.Name)
+		// Installed without a Subscription a CSV must stay, so OLM says what keeps it out.
+		_, err := resolver.Resolve([]olmresolver.Operator{{CSV: c.Name, Version: *c.Version, Properties: c.Properties}})
+		var failed *olmresolver.ResolutionError
+		if errors.As(err, &failed) {
+			return fmt.Sprintf("OLM cannot install %s, which can replace %s: ResolutionFailed (%s): %s", c.Name, at.CSV, failed.Reason, failed.Message), nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("asking OLM's resolver about %s of catalog %s: %w", c.Name, r.Name, err)
 		}
 	}
-	if up.Edge != "" {
-		return up, nil
+	return fmt.Sprintf("OLM's resolver accepts each bundle that replaces %s (%s) alone, yet leaves them out of the channel's order: a bundle that another skips is never an upgrade target", at.CSV, strings.Join(names, ", ")), nil
+}
+
+// StrandedError is an installed operator OLM never takes to the channel's head.
+type StrandedError struct {
+	Catalog, Package, Channel string
+	Installed, At, Head       string
+	// Why says why OLM keeps At.
+	Why string
+}
+
+func (e *StrandedError) Error() string {
+	at := e.At
+	if e.At != e.Installed {
+		at = fmt.Sprintf("%s, where it takes the installed %s,", e.At, e.Installed)
 	}
-	return nil, fmt.Errorf("no bundle in channel %s of package %s in catalog %s upgrades from the installed %s (version %s) by replaces, skips or skipRange, so OLM would never leave it; the channel's head is %s",
-		up.Channel, pkg, r.Name, installedCSV, installedVersion, up.Head)
+	return fmt.Sprintf("OLM would keep %s in channel %s of package %s in catalog %s, short of the channel's head %s: %s",
+		at, e.Channel, e.Package, e.Catalog, e.Head, e.Why)
 }
 
 // NoChannelError is a channel the catalog's package does not have.
@@ -187,24 +265,4 @@ type NoChannelError struct {
 
 func (e *NoChannelError) Error() string {
 	return fmt.Sprintf("package %s in catalog %s has no channel %q: its channels are %s", e.Package, e.Catalog, e.Channel, strings.Join(e.Channels, ", "))
-}
-
-func (r *Registry) channelBundles(ctx context.Context, pkg, channel string) ([]*api.Bundle, error) {
-	stream, err := r.client.ListBundles(ctx, &api.ListBundlesRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("listing the bundles of catalog %s: %w", r.Name, err)
-	}
-	var bundles []*api.Bundle
-	for {
-		b, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return bundles, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("listing the bundles of catalog %s: %w", r.Name, err)
-		}
-		if b.PackageName == pkg && b.ChannelName == channel {
-			bundles = append(bundles, b)
-		}
-	}
 }

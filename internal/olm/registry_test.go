@@ -3,15 +3,19 @@ package olm_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/blang/semver/v4"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/pkg/api"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/olmresolver"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -60,10 +64,18 @@ func TestRegistryThroughPortForward(t *testing.T) {
 		return err
 	}))
 	defer registry.Close()
-	up, err := registry.FindUpgrade(ctx, "aws-efs-operator", "stable", "aws-efs-operator.v0.0.8", "0.0.8")
+	// OLM's resolver answers through the port-forward: the community 0.0.8 goes straight to the
+	// head by its skipRange, passing 4.10.0, whose skipRange includes 0.0.8 too.
+	community := olmresolver.Operator{CSV: "aws-efs-operator.v0.0.8", Version: semver.MustParse("0.0.8"),
+		Properties: []*api.Property{{Type: "olm.package", Value: `{"packageName":"aws-efs-operator","version":"0.0.8"}`}}}
+	up, err := registry.FindUpgrade(ctx, "aws-efs-operator", "stable", community)
 	must(t, err)
-	if up.Head != "aws-efs-csi-driver-operator.v4.11.0" || up.Edge != up.Head {
+	const head = "aws-efs-csi-driver-operator.v4.11.0"
+	if up.Head != head || up.Edge != head || !slices.Equal(up.Path, []string{head}) || !strings.HasPrefix(up.Why, `skipRange ">=0.0.6 <4.11.0" includes 0.0.8`) {
 		t.Errorf("upgrade through the port-forward = %+v", up)
+	}
+	if _, err := registry.FindUpgrade(ctx, "aws-efs-operator", "fast", community); err == nil || !strings.Contains(err.Error(), `has no channel "fast"`) {
+		t.Errorf("upgrade in a channel the package lacks: %v", err)
 	}
 }
 

@@ -2,8 +2,8 @@
 // (operator-lifecycle-manager's pkg/controller/registry/resolver, v0.46.0, the OLM the test bed
 // runs) over catalogs reached through the registry API, and over one namespace of installed
 // operators, as OLM's catalog operator resolves a namespace. `csi-olm catalog simulate` and
-// `catalog diff` ask it over catalogs served in-process, and restate none of OLM's rules to
-// decide.
+// `catalog diff` ask it over catalogs served in-process; `csi-olm migrate subscription` asks it
+// over the live catalog the Subscription switches to. Neither restates OLM's rules to decide.
 //
 // What it models of a cluster:
 //   - CatalogSources in one global catalog namespace, each with its spec.priority: OLM prefers a
@@ -182,6 +182,15 @@ func (r *Resolver) Find(catalog, pkg string, p ...cache.Predicate) ([]*cache.Ent
 	c := r.cache.Namespaced(Namespace, CatalogNamespace)
 	found := c.Catalog(SourceKey(catalog)).Find(p...)
 	return found, c.Error()
+}
+
+// Candidates are the bundles of a channel that OLM's resolver considers as replacements for the
+// installed operator: its own predicate (resolver.getSubscriptionVariables), before the channel's
+// order drops the skipped ones.
+func (r *Resolver) Candidates(catalog, pkg, channel string, installed Operator) ([]*cache.Entry, error) {
+	return r.Find(catalog, pkg, cache.PkgPredicate(pkg), cache.ChannelPredicate(channel),
+		cache.Not(cache.CSVNamePredicate(installed.CSV)),
+		cache.Or(cache.SkipRangeIncludesPredicate(installed.Version), cache.ReplacesPredicate(installed.CSV)))
 }
 
 // PackageOf reads the olm.package property's package, "" when there is none.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -21,6 +22,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/olmresolver"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/internal/migration"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -251,12 +253,16 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 	if plan.To.Channel == "" {
 		plan.To.Channel = plan.From.Channel
 	}
-	plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, plan.To.Channel, plan.InstalledCSV, plan.InstalledVersion)
+	installed, err := olmresolver.FromCSV(&csv, efs.Package)
+	if err != nil {
+		return nil, err
+	}
+	plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, plan.To.Channel, installed)
 	var noChannel *olm.NoChannelError
 	if errors.As(err, &noChannel) && m.Channel == "" {
 		// The target has no channel of the Subscription's name: OLM would stall, so move to the
 		// package's default channel, and say so.
-		plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, "", plan.InstalledCSV, plan.InstalledVersion)
+		plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, "", installed)
 		if err == nil {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("catalog %s has no channel %s: the Subscription moves to the default channel %s", registry.Name, plan.From.Channel, plan.Upgrade.Channel))
 		}
@@ -304,6 +310,9 @@ func (m *Migrate) print(plan *Plan) error {
 		fmt.Fprintf(w, " (%s %s)", plan.Upgrade.Edge, plan.Upgrade.Why)
 	}
 	fmt.Fprintln(w)
+	if path := plan.Upgrade.Path; len(path) > 1 {
+		fmt.Fprintf(w, "  through:    %s, as OLM's resolver installs them\n", strings.Join(path[:len(path)-1], " -> "))
+	}
 	if plan.DriverDaemonSetUID != "" {
 		fmt.Fprintf(w, "  driver:     DaemonSet %s/%s must keep running\n", plan.Namespace, efs.NodeDaemonSet)
 	}

@@ -36,9 +36,12 @@ type migrateCase struct {
 	// About says what is wrong, for the reader of a failure.
 	About string `json:"about"`
 	// Verb is subscription or cso.
-	Verb    string        `json:"verb"`
-	Options verbOptions   `json:"options,omitempty"`
-	Objects []objectYAML  `json:"objects,omitempty"`
+	Verb    string       `json:"verb"`
+	Options verbOptions  `json:"options,omitempty"`
+	Objects []objectYAML `json:"objects,omitempty"`
+	// Before is a change made before the run (and put back after it), for a case that needs a
+	// cluster object otherwise than the shared test bed has it.
+	Before  *objectPatch  `json:"before,omitempty"`
 	During  *editDuring   `json:"during,omitempty"`
 	Journal *journalState `json:"journal,omitempty"`
 	// Want lists what the verb's output and error must say, every line.
@@ -68,14 +71,17 @@ type objectYAML map[string]any
 // moment the verb's output first contains When, as the field manager kubectl-edit. The object is
 // put back after the case.
 type editDuring struct {
-	When  string `json:"when"`
-	Patch struct {
-		APIVersion string         `json:"apiVersion"`
-		Kind       string         `json:"kind"`
-		Namespace  string         `json:"namespace,omitempty"`
-		Name       string         `json:"name"`
-		Merge      map[string]any `json:"merge"`
-	} `json:"patch"`
+	When  string      `json:"when"`
+	Patch objectPatch `json:"patch"`
+}
+
+// objectPatch is a JSON merge patch of one object, applied as the field manager kubectl-edit.
+type objectPatch struct {
+	APIVersion string         `json:"apiVersion"`
+	Kind       string         `json:"kind"`
+	Namespace  string         `json:"namespace,omitempty"`
+	Name       string         `json:"name"`
+	Merge      map[string]any `json:"merge"`
 }
 
 // journalState is what the verb's journal must record when the verb stopped after changing the
@@ -131,16 +137,20 @@ func runMigrateCase(ctx context.Context, t *testing.T, s *testbed.Stack, users m
 	}
 	// Cleanups run last first: the journals go, and OLM settles, once the edited object is back.
 	t.Cleanup(func() { deleteJournals(t, c) })
+	if tc.Before != nil {
+		restoreSpecAfter(ctx, t, c, tc.Before)
+		editObject(ctx, t, c, tc.Before)
+	}
 	before := snapshot(ctx, t, c)
 	out := &onProgress{}
 	if tc.During != nil {
-		restoreSpecAfter(ctx, t, c, tc.During)
+		restoreSpecAfter(ctx, t, c, &tc.During.Patch)
 		out.when = tc.During.When
 		out.act = func() {
 			// What the verb must leave alone is the cluster as the edit left it: the edit's own
 			// change is laid over the state before the run.
 			edited := snapshot(ctx, t, c)
-			editObject(ctx, t, c, tc.During)
+			editObject(ctx, t, c, &tc.During.Patch)
 			for k, v := range snapshot(ctx, t, c) {
 				if edited[k] != v {
 					before[k] = v
@@ -234,17 +244,17 @@ func journalChecksum(data map[string]string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// editDuring's object, as it is addressed.
-func (e *editDuring) object() (*unstructured.Unstructured, client.ObjectKey) {
+// object is the patched object, as it is addressed.
+func (p *objectPatch) object() (*unstructured.Unstructured, client.ObjectKey) {
 	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion(e.Patch.APIVersion)
-	obj.SetKind(e.Patch.Kind)
-	return obj, client.ObjectKey{Namespace: e.Patch.Namespace, Name: e.Patch.Name}
+	obj.SetAPIVersion(p.APIVersion)
+	obj.SetKind(p.Kind)
+	return obj, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}
 }
 
 // restoreSpecAfter puts the spec of the object a case edits back after the case, as it is
 // before the run: the verb may have changed it too.
-func restoreSpecAfter(ctx context.Context, t *testing.T, c client.Client, e *editDuring) {
+func restoreSpecAfter(ctx context.Context, t *testing.T, c client.Client, e *objectPatch) {
 	t.Helper()
 	obj, key := e.object()
 	must(t, c.Get(ctx, key, obj))
@@ -261,12 +271,12 @@ func restoreSpecAfter(ctx context.Context, t *testing.T, c client.Client, e *edi
 }
 
 // editObject makes a case's edit as another admin would.
-func editObject(ctx context.Context, t *testing.T, c client.Client, e *editDuring) {
+func editObject(ctx context.Context, t *testing.T, c client.Client, e *objectPatch) {
 	t.Helper()
 	obj, key := e.object()
 	obj.SetNamespace(key.Namespace)
 	obj.SetName(key.Name)
-	merge, err := json.Marshal(e.Patch.Merge)
+	merge, err := json.Marshal(e.Merge)
 	must(t, err)
 	must(t, c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, merge), client.FieldOwner("kubectl-edit")))
 }

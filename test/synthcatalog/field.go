@@ -1,6 +1,7 @@
 package synthcatalog
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The field catalogs have the shape of OperatorHub's public file-based catalogs rather than the
@@ -184,7 +186,8 @@ func addCertManager(cfg *declcfg.DeclarativeConfig) {
 // addPackage adds a package whose default channel is stable, its channels and its releases'
 // bundles.
 func addPackage(cfg *declcfg.DeclarativeConfig, pkg string, releases []fieldRelease, channels ...declcfg.Channel) {
-	cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: pkg, DefaultChannel: "stable"})
+	cfg.Packages = append(cfg.Packages, declcfg.Package{Schema: declcfg.SchemaPackage, Name: pkg, DefaultChannel: "stable",
+		Description: fieldDescription(pkg), Icon: &declcfg.Icon{MediaType: "image/png", Data: fieldBytes(pkg, fieldIconSize)}})
 	cfg.Channels = append(cfg.Channels, channels...)
 	for _, r := range releases {
 		cfg.Bundles = append(cfg.Bundles, fieldBundle(pkg, r.version, r.props...))
@@ -240,19 +243,81 @@ func AddFieldRelease(cfg *declcfg.DeclarativeConfig, pkg, version string) error 
 }
 
 // fieldBundle is a bundle as published catalogs carry it: a bundle image, the operator's image,
-// and the CSV's metadata OperatorHub shows, with the APIs it provides and requires.
+// and the CSV's metadata OperatorHub shows, with the APIs it provides and requires. The metadata
+// is as large as the field's (a long description, alm-examples, CRD descriptors), about 16 KB a
+// bundle, so that the catalog verbs spend their time as they do on OperatorHub's catalogs.
 func fieldBundle(pkg, version string, props ...property.Property) declcfg.Bundle {
 	operator := fmt.Sprintf("quay.io/field/%s:v%s", pkg, version)
-	meta := property.MustBuildCSVMetadata(operatorsv1alpha1.ClusterServiceVersion{Spec: operatorsv1alpha1.ClusterServiceVersionSpec{
-		DisplayName: pkg,
-		Description: strings.Repeat("An operator of the field's shape, to measure the catalog verbs on. ", 12),
-		Provider:    operatorsv1alpha1.AppLink{Name: "field"},
-		Keywords:    []string{"field", "synthetic"},
-	}})
+	var examples, specs []string
+	var descriptors []operatorsv1alpha1.SpecDescriptor
+	for k := range 12 {
+		field := fmt.Sprintf("setting%02d", k)
+		specs = append(specs, fmt.Sprintf("%q: %q", field, "value of "+field))
+		descriptors = append(descriptors, operatorsv1alpha1.SpecDescriptor{
+			Path: field, DisplayName: "Setting " + field,
+			Description:  fmt.Sprintf("How the operator sets %s of the operand: see the documentation of %s for the values it takes and what each changes.", field, pkg),
+			XDescriptors: []string{"urn:alm:descriptor:com.tectonic.ui:text", "urn:alm:descriptor:com.tectonic.ui:fieldGroup:settings"},
+		})
+	}
+	for k := range 4 {
+		examples = append(examples, fmt.Sprintf(`{"apiVersion":"%s.example.com/v1","kind":"Thing","metadata":{"name":"example-%d"},"spec":{%s}}`, pkg, k, strings.Join(specs, ",")))
+	}
+	meta := property.MustBuildCSVMetadata(operatorsv1alpha1.ClusterServiceVersion{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
+			"alm-examples":   "[" + strings.Join(examples, ",") + "]",
+			"capabilities":   "Full Lifecycle",
+			"categories":     "Storage,Security",
+			"containerImage": operator,
+			"createdAt":      "2024-05-01T00:00:00Z",
+			"description":    "An operator of the field's shape.",
+			"repository":     "https://github.com/field/" + pkg,
+			"support":        "field",
+		}},
+		Spec: operatorsv1alpha1.ClusterServiceVersionSpec{
+			DisplayName: pkg,
+			Description: fieldDescription(pkg),
+			Provider:    operatorsv1alpha1.AppLink{Name: "field"},
+			Keywords:    []string{"field", "synthetic"},
+			Maintainers: []operatorsv1alpha1.Maintainer{{Name: "field", Email: "field@example.com"}},
+			Links:       []operatorsv1alpha1.AppLink{{Name: "Documentation", URL: "https://example.com/" + pkg}},
+			InstallModes: []operatorsv1alpha1.InstallMode{
+				{Type: operatorsv1alpha1.InstallModeTypeOwnNamespace, Supported: true},
+				{Type: operatorsv1alpha1.InstallModeTypeAllNamespaces, Supported: true},
+			},
+			CustomResourceDefinitions: operatorsv1alpha1.CustomResourceDefinitions{Owned: []operatorsv1alpha1.CRDDescription{{
+				Name: "things." + pkg + ".example.com", Version: "v1", Kind: "Thing", DisplayName: "Thing",
+				Description:       "A thing the operator manages.",
+				SpecDescriptors:   descriptors,
+				StatusDescriptors: []operatorsv1alpha1.StatusDescriptor{{Path: "conditions", DisplayName: "Conditions", XDescriptors: []string{"urn:alm:descriptor:io.kubernetes.conditions"}}},
+			}}},
+		},
+	})
 	return declcfg.Bundle{
 		Schema: declcfg.SchemaBundle, Name: BundleName(pkg, version), Package: pkg,
 		Image:         fmt.Sprintf("quay.io/field/%s-bundle:v%s", pkg, version),
 		Properties:    append([]property.Property{property.MustBuildPackage(pkg, version), meta}, props...),
 		RelatedImages: []declcfg.RelatedImage{{Name: "operator", Image: operator}},
 	}
+}
+
+// fieldDescription is a package's long description, in markdown as OperatorHub shows it.
+func fieldDescription(pkg string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "## About %s\n\n", pkg)
+	for k := range 24 {
+		fmt.Fprintf(&b, "- Feature %d: the operator installs, configures and upgrades part %d of the operand, and reports its health in the custom resource's status conditions.\n", k, k)
+	}
+	return b.String()
+}
+
+// fieldIconSize is the size of a package's icon, a PNG of the size OperatorHub's are.
+const fieldIconSize = 9 << 10
+
+// fieldBytes are n bytes as incompressible as an image's, the same every run for a name.
+func fieldBytes(name string, n int) []byte {
+	out := make([]byte, 0, n+sha256.Size)
+	for sum := sha256.Sum256([]byte(name)); len(out) < n; sum = sha256.Sum256(sum[:]) {
+		out = append(out, sum[:]...)
+	}
+	return out[:n]
 }
