@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -48,13 +49,7 @@ func TestClusterSettingsReachTheDriver(t *testing.T) {
 			if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 				return err
 			}
-			var pod corev1.PodSpec
-			switch o := obj.(type) {
-			case *appsv1.Deployment:
-				pod = o.Spec.Template.Spec
-			case *appsv1.DaemonSet:
-				pod = o.Spec.Template.Spec
-			}
+			pod := podSpecOf(obj)
 			driver := pod.Containers[0]
 			env := fmt.Sprint(driver.Env)
 			switch {
@@ -106,28 +101,52 @@ func TestDriverTagsFollowTheClusterID(t *testing.T) {
 	var infra configv1.Infrastructure
 	must(t, h.c.Get(ctx, client.ObjectKey{Name: "cluster"}, &infra))
 	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
-	tagsAre := func(want string) func(context.Context) error {
-		return func(ctx context.Context) error {
-			if err := h.c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment); err != nil {
-				return err
-			}
-			var tags []string
-			for _, a := range deployment.Spec.Template.Spec.Containers[0].Args {
-				if strings.HasPrefix(a, "--tags=") {
-					tags = append(tags, a)
-				}
-			}
-			if !slices.Equal(tags, []string{want}) {
-				return fmt.Errorf("the driver's tags are %q, want %q", tags, want)
-			}
-			return nil
-		}
-	}
+	tagsAre := func(want string) func(context.Context) error { return h.driverArgsAre(deployment, "--tags=", want) }
 	must(t, eventually(ctx, "the cluster's tag", tagsAre("--tags=kubernetes.io/cluster/"+infra.Status.InfrastructureName+":owned")))
 
 	infra.Status.InfrastructureName = "renamed-x7k2p"
 	must(t, h.c.Status().Update(ctx, &infra))
 	must(t, eventually(ctx, "the renamed cluster's tag", tagsAre("--tags=kubernetes.io/cluster/renamed-x7k2p:owned")))
+
+	// The cluster's user-defined tags come first, quoted where the driver would split them; a
+	// user tag cannot take over the cluster's own.
+	if infra.Status.PlatformStatus == nil {
+		infra.Status.PlatformStatus = &configv1.PlatformStatus{Type: configv1.AWSPlatformType}
+	}
+	infra.Status.PlatformStatus.AWS = &configv1.AWSPlatformStatus{Region: "us-east-1", ResourceTags: []configv1.AWSResourceTag{
+		{Key: "cost-center", Value: "storage"},
+		{Key: "team name", Value: "a:b"},
+		{Key: "kubernetes.io/cluster/renamed-x7k2p", Value: "shared"},
+	}}
+	must(t, h.c.Status().Update(ctx, &infra))
+	must(t, eventually(ctx, "the cluster's user tags", tagsAre("--tags=cost-center:storage 'team name':'a:b' kubernetes.io/cluster/renamed-x7k2p:owned")))
+}
+
+// TestVolumeMetricsFollowTheClusterCSIDriver: spec.driverConfig.aws.efsVolumeMetrics of the
+// ClusterCSIDriver sets the node plugin's volume metrics flags, and turning it off takes them
+// back to the default.
+func TestVolumeMetricsFollowTheClusterCSIDriver(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}}
+	flagsAre := func(want ...string) func(context.Context) error {
+		return h.driverArgsAre(ds, "--vol-metrics-", want...)
+	}
+	must(t, eventually(ctx, "volume metrics off by default", flagsAre("--vol-metrics-opt-in=false")))
+	setMetrics := func(m *operatorv1.AWSEFSVolumeMetrics) {
+		t.Helper()
+		cr, err := h.cr(ctx)
+		must(t, err)
+		patch := client.MergeFrom(cr.DeepCopy())
+		cr.Spec.DriverConfig = operatorv1.CSIDriverConfigSpec{DriverType: operatorv1.AWSDriverType, AWS: &operatorv1.AWSCSIDriverConfigSpec{EFSVolumeMetrics: m}}
+		must(t, h.c.Patch(ctx, cr, patch))
+	}
+	setMetrics(&operatorv1.AWSEFSVolumeMetrics{State: operatorv1.AWSEFSVolumeMetricsRecursiveWalk,
+		RecursiveWalk: &operatorv1.AWSEFSVolumeMetricsRecursiveWalkConfig{RefreshPeriodMinutes: 60, FSRateLimit: 10}})
+	must(t, eventually(ctx, "volume metrics by recursive walk", flagsAre("--vol-metrics-opt-in=true", "--vol-metrics-refresh-period=60", "--vol-metrics-fs-rate-limit=10")))
+	setMetrics(&operatorv1.AWSEFSVolumeMetrics{State: operatorv1.AWSEFSVolumeMetricsRecursiveWalk})
+	must(t, eventually(ctx, "volume metrics with the driver's defaults", flagsAre("--vol-metrics-opt-in=true")))
+	setMetrics(&operatorv1.AWSEFSVolumeMetrics{State: operatorv1.AWSEFSVolumeMetricsDisabled})
+	must(t, eventually(ctx, "volume metrics off again", flagsAre("--vol-metrics-opt-in=false")))
 }
 
 // TestARotatedMetricsCertificateRestartsTheController: kube-rbac-proxy reads its serving
@@ -205,4 +224,70 @@ func TestKubeRBACProxyFollowsTheClusterTLSProfile(t *testing.T) {
 	apiServer.Spec.TLSSecurityProfile = &configv1.TLSSecurityProfile{Type: configv1.TLSProfileModernType, Modern: &configv1.ModernTLSProfile{}}
 	must(t, h.c.Update(ctx, &apiServer))
 	must(t, eventually(ctx, "the Modern profile", minVersionIs(string(configv1.VersionTLS13))))
+}
+
+// TestFIPSModeReachesTheDriver: both driver containers get FIPS_ENABLED, once, saying whether
+// this machine's kernel runs in FIPS mode, which the operator's pod shares with its node.
+func TestFIPSModeReachesTheDriver(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	want := "false"
+	if raw, err := os.ReadFile("/proc/sys/crypto/fips_enabled"); err == nil && strings.TrimSpace(string(raw)) == "1" {
+		want = "true"
+	}
+	for _, tc := range []struct {
+		obj       client.Object
+		container string
+	}{
+		{&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}, "csi-driver"},
+		{&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}}, "efs-plugin"},
+	} {
+		must(t, eventually(ctx, "FIPS_ENABLED in "+tc.obj.GetName(), func(ctx context.Context) error {
+			if err := h.c.Get(ctx, client.ObjectKeyFromObject(tc.obj), tc.obj); err != nil {
+				return err
+			}
+			var got []string
+			for _, c := range podSpecOf(tc.obj).Containers {
+				for _, e := range c.Env {
+					if e.Name == "FIPS_ENABLED" {
+						got = append(got, c.Name+"="+e.Value)
+					}
+				}
+			}
+			if !slices.Equal(got, []string{tc.container + "=" + want}) {
+				return fmt.Errorf("FIPS_ENABLED is %q, want only %s=%s", got, tc.container, want)
+			}
+			return nil
+		}))
+	}
+}
+
+// podSpecOf is the pod template of a Deployment or a DaemonSet.
+func podSpecOf(obj client.Object) corev1.PodSpec {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Spec.Template.Spec
+	case *appsv1.DaemonSet:
+		return o.Spec.Template.Spec
+	}
+	panic(fmt.Sprintf("no pod template in %T", obj))
+}
+
+// driverArgsAre checks that the driver container of obj (the first) has exactly the arguments
+// want among those with the prefix, in that order.
+func (h *harness) driverArgsAre(obj client.Object, prefix string, want ...string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		var got []string
+		for _, a := range podSpecOf(obj).Containers[0].Args {
+			if strings.HasPrefix(a, prefix) {
+				got = append(got, a)
+			}
+		}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%s's driver has %q, want %q", obj.GetName(), got, want)
+		}
+		return nil
+	}
 }

@@ -21,6 +21,9 @@ const (
 	trustedCAConfigMap = "aws-efs-csi-driver-trusted-ca-bundle"
 	// driverContainer is the driver's container in the controller Deployment (controller.yaml).
 	driverContainer = "csi-driver"
+	// nodeDriverContainer is the driver's container in the node DaemonSet (node.yaml), named
+	// as the community operator's so that adoption keeps the pod template's shape.
+	nodeDriverContainer = "efs-plugin"
 )
 
 // UninstallFinalizer keeps the ClusterCSIDriver until the driver is removed, which waits until no

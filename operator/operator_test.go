@@ -11,15 +11,18 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator"
+	"github.com/csi-olm/csi-olm/operator/assets"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -42,6 +45,7 @@ func operands() []client.Object {
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller-sa"}},
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller-metrics"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "aws-efs-csi-driver-trusted-ca-bundle"}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller-pdb"}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-external-provisioner-role"}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-provisioner-binding"}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "efs-csi-privileged-role"}},
@@ -54,6 +58,32 @@ func operands() []client.Object {
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-prometheus"}},
 		unstructuredOf(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, ns, "efs-csi-controller-monitor"),
 		unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver"),
+	}
+}
+
+// TestOperandsAreEveryShippedManifest keeps operands(), which the install and removal tests
+// check, to the manifests the operator applies and an uninstall deletes: a manifest added to the
+// assets is then checked too.
+func TestOperandsAreEveryShippedManifest(t *testing.T) {
+	read := assets.For(ns)
+	var shipped, listed []string
+	for _, f := range assets.OperandFiles {
+		raw, err := read(f)
+		must(t, err)
+		var u unstructured.Unstructured
+		must(t, yaml.Unmarshal(raw, &u.Object))
+		shipped = append(shipped, u.GetKind()+" "+u.GetName())
+	}
+	scheme := testbed.Scheme
+	for _, obj := range operands() {
+		gvks, _, err := scheme.ObjectKinds(obj)
+		must(t, err)
+		listed = append(listed, gvks[0].Kind+" "+obj.GetName())
+	}
+	slices.Sort(shipped)
+	slices.Sort(listed)
+	if !slices.Equal(shipped, listed) {
+		t.Errorf("operands() lists %q, the operator ships %q", listed, shipped)
 	}
 }
 

@@ -304,3 +304,36 @@ func getHealthz(ctx context.Context, addr string) (int, error) {
 	})
 	return status, err
 }
+
+// TestHostNetworkContainersListenOnLoopback: the node DaemonSet runs on the node's network, so an
+// HTTP endpoint of its sidecars on every interface would be open to the node's neighbours. Each
+// one the operator renders listens on 127.0.0.1, and the kubelet probes it there.
+func TestHostNetworkContainersListenOnLoopback(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	var ds appsv1.DaemonSet
+	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: efs.NodeDaemonSet}, &ds))
+	spec := ds.Spec.Template.Spec
+	if !spec.HostNetwork {
+		t.Fatal("the node DaemonSet no longer runs on the node's network: this test has nothing to check")
+	}
+	endpoints := 0
+	for _, c := range spec.Containers {
+		if v := flagValue(c.Args, "health-port"); v != "" {
+			t.Errorf("container %s listens on port %s of every interface (--health-port)", c.Name, v)
+		}
+		if v := flagValue(c.Args, "http-endpoint"); v != "" {
+			endpoints++
+			if !strings.HasPrefix(v, "127.0.0.1:") {
+				t.Errorf("container %s listens on %s, not on the loopback", c.Name, v)
+			}
+		}
+		for what, p := range map[string]*corev1.Probe{"liveness": c.LivenessProbe, "readiness": c.ReadinessProbe, "startup": c.StartupProbe} {
+			if p != nil && p.HTTPGet != nil && p.HTTPGet.Host != "127.0.0.1" {
+				t.Errorf("container %s: the kubelet's %s probe asks %q, not 127.0.0.1", c.Name, what, p.HTTPGet.Host)
+			}
+		}
+	}
+	if endpoints == 0 {
+		t.Error("no container of the node DaemonSet has an HTTP endpoint: this test has nothing to check")
+	}
+}

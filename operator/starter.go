@@ -95,6 +95,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	g := &gate{}
 	gated := &gatedClient{OperatorClientWithFinalizers: operatorClient, gate: g}
 
+	fips := fipsEnabled(os.ReadFile)
 	controllerSet := csicontrollerset.NewCSIControllerSet(gated, recorder).
 		WithManagementStateController(efs.OperatorName, true).
 		WithLogLevelController()
@@ -111,6 +112,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			[]factory.Informer{secrets.Informer(), configMaps.Informer(), configInformers.Config().V1().Infrastructures().Informer()},
 			csidrivercontrollerservicecontroller.WithObservedProxyDeploymentHook(),
 			withClusterTagsHook(configInformers.Config().V1().Infrastructures().Lister()),
+			withFIPSDeploymentHook(fips),
 			csidrivercontrollerservicecontroller.WithCABundleDeploymentHook(ns, trustedCAConfigMap, configMaps),
 			// A rotated or newly minted credential restarts the controller pods.
 			csidrivercontrollerservicecontroller.WithSecretHashAnnotationHook(ns, credentialsSecret, secrets),
@@ -120,9 +122,11 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			csidrivercontrollerservicecontroller.WithReplicasHook(configInformers),
 		).
 		WithCSIDriverNodeService("AWSEFSDriverNodeServiceController", read, assets.NodeFile, kubeClient, nsInformers,
-			[]factory.Informer{configMaps.Informer()},
+			[]factory.Informer{configMaps.Informer(), operatorInformers.Operator().V1().ClusterCSIDrivers().Informer()},
 			csidrivernodeservicecontroller.WithObservedProxyDaemonSetHook(),
 			csidrivernodeservicecontroller.WithCABundleDaemonSetHook(ns, trustedCAConfigMap, configMaps),
+			withVolumeMetricsHook(operatorInformers.Operator().V1().ClusterCSIDrivers().Lister()),
+			withFIPSDaemonSetHook(fips),
 		)
 
 	csiDriverManifest, err := read("csidriver.yaml")

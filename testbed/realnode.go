@@ -35,6 +35,10 @@ const (
 	// ClusterDNS is the address of a RealNode stack's cluster DNS, which pods with a cluster
 	// DNS policy get as their nameserver.
 	ClusterDNS = nodeIP
+	// NodeResolver is the nameserver of the real node's own resolv.conf, which pods with
+	// dnsPolicy Default get, as a cloud node's pods get its VPC resolver. Nothing answers on
+	// it: the node resolves no name outside the cluster.
+	NodeResolver = "127.0.0.53"
 	// RealNodeName is the kubelet node of a RealNode stack.
 	RealNodeName = "csi-olm-node"
 	// RealNodeLabel marks the real node, so that tests never confuse it with kwok's fakes.
@@ -473,7 +477,7 @@ func (s *Stack) startContainerd(ctx context.Context) (*process, string, error) {
 
 // kubeletConfig is kubelet's configuration for this machine kind, every setting found by trying:
 // cgroup v1 with the cgroupfs driver under a cgroupRoot of the node's own, swap tolerated,
-// no host resolv.conf for pods (the cluster DNS is all they get), and eviction thresholds off
+// a node resolv.conf of the test bed's (NodeResolver) rather than the machine's, and eviction thresholds off
 // so a busy disk does not evict the pods under test.
 func (s *Stack) kubeletConfig(cgroupRoot, sock, clientCA string) map[string]any {
 	return map[string]any{
@@ -488,7 +492,7 @@ func (s *Stack) kubeletConfig(cgroupRoot, sock, clientCA string) map[string]any 
 		"cgroupRoot":                  cgroupRoot,
 		"failCgroupV1":                false,
 		"failSwapOn":                  false,
-		"resolvConf":                  "",
+		"resolvConf":                  filepath.Join(s.Dir, "node-resolv.conf"),
 		"clusterDomain":               "cluster.local",
 		"clusterDNS":                  []string{ClusterDNS},
 		"podLogsDir":                  filepath.Join(s.Dir, "pod-logs"),
@@ -532,6 +536,9 @@ func (s *Stack) startKubelet(ctx context.Context, sock string) (*process, error)
 				}
 			}
 		}
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, "node-resolv.conf"), []byte("nameserver "+NodeResolver+"\n"), 0o644); err != nil {
+		return nil, err
 	}
 	config, err := yaml.Marshal(s.kubeletConfig(cgroupRoot, sock, filepath.Join(s.Dir, "kubelet-client-ca.crt")))
 	if err != nil {

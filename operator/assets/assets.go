@@ -19,7 +19,7 @@ var files embed.FS
 // took 2.2 s in the operator's pod on the real node (BENCHMARKS.md), most of it in the RBAC
 // objects, which the API server checks for escalation. A role and its binding stay together.
 var StaticGroups = []StaticGroup{
-	{Files: []string{"node_sa.yaml", "controller_sa.yaml", "csidriver.yaml", "cabundle_cm.yaml", "service.yaml", "servicemonitor.yaml"}},
+	{Files: []string{"node_sa.yaml", "controller_sa.yaml", "csidriver.yaml", "cabundle_cm.yaml", "service.yaml", "servicemonitor.yaml", "controller_pdb.yaml"}},
 	{Name: "Provisioner", Files: []string{"rbac/provisioner_role.yaml", "rbac/provisioner_binding.yaml", "rbac/lease_role.yaml", "rbac/lease_binding.yaml"}},
 	{Name: "Node", Files: []string{"rbac/privileged_role.yaml", "rbac/node_privileged_binding.yaml"}},
 	{Name: "Metrics", Files: []string{"rbac/kube_rbac_proxy_role.yaml", "rbac/kube_rbac_proxy_binding.yaml", "rbac/prometheus_role.yaml", "rbac/prometheus_binding.yaml"}},

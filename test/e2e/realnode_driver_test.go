@@ -147,9 +147,10 @@ func waitDriverRunning(ctx context.Context, tb testing.TB, s *testbed.Stack, ns 
 	for _, p := range pods {
 		if strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-") {
 			log := containerLog(ctx, s, &p, "efs-plugin", 0)
-			// The node plugin runs on the host's network but must resolve through the cluster DNS.
-			if line := firstLineWith(log, csistandin.NameserversLog); !strings.Contains(line, testbed.ClusterDNS) {
-				tb.Errorf("the node plugin does not resolve through the cluster DNS %s: %q", testbed.ClusterDNS, line)
+			// The node plugin resolves through the node's resolver, which answers an EFS name
+			// with the mount target of the node's zone, never through the cluster DNS.
+			if line := firstLineWith(log, csistandin.NameserversLog); !strings.Contains(line, testbed.NodeResolver) || strings.Contains(line, testbed.ClusterDNS) {
+				tb.Errorf("the node plugin does not resolve through the node's resolver %s alone: %q", testbed.NodeResolver, line)
 			}
 			// Mounting with an SELinux context reads the host's policy and selinuxfs, and the
 			// kubelet bounds the plugin's memory at 1 GiB.

@@ -189,6 +189,8 @@ func Operator() d.Operator {
 			// Granted on to the monitoring stack, which discovers the metrics endpoints.
 			d.Rule([]string{""}, []string{"endpoints"}, d.ReadOnly),
 			d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors", "prometheusrules"}, d.ReadWrite),
+			// The controller's PodDisruptionBudget.
+			d.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, d.ReadWrite),
 		}),
 
 		Manifests:         metricsManifests(suggestedNamespace),
