@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
@@ -79,6 +80,38 @@ func efsShipsPDB(t *testing.T) bool {
 		}
 	}
 	return false
+}
+
+// TestEFSOperatorRunsOnAReadOnlyRoot: the EFS operator's container has a read-only root and a
+// writable /tmp of its own (an emptyDir), as OpenShift's EFS operator runs; the real-node
+// OperatorHub install runs the operator from this CSV under the kubelet, which enforces both.
+func TestEFSOperatorRunsOnAReadOnlyRoot(t *testing.T) {
+	found := 0
+	for _, b := range buildAll(t) {
+		if !strings.HasPrefix(b.CSVName, efs.OperatorName+".") {
+			continue
+		}
+		found++
+		for _, dep := range csvOf(t, b).Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+			pod := dep.Spec.Template.Spec
+			c := pod.Containers[0]
+			if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+				t.Errorf("%s: container %s has a writable root", b.Dir(), c.Name)
+			}
+			tmp := slices.IndexFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == "/tmp" })
+			if tmp < 0 {
+				t.Errorf("%s: container %s has no /tmp of its own", b.Dir(), c.Name)
+				continue
+			}
+			v := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == c.VolumeMounts[tmp].Name })
+			if v < 0 || pod.Volumes[v].EmptyDir == nil || c.VolumeMounts[tmp].ReadOnly {
+				t.Errorf("%s: /tmp of container %s is not a writable emptyDir", b.Dir(), c.Name)
+			}
+		}
+	}
+	if found == 0 {
+		t.Fatal("no EFS bundle built")
+	}
 }
 
 // TestSupportedEFSAnnotations: the supported EFS operator serves with the cluster's TLS profile

@@ -29,6 +29,9 @@ type OperatorPod struct {
 	Ports        []corev1.ContainerPort
 	Volumes      []corev1.Volume
 	VolumeMounts []corev1.VolumeMount
+	// ReadOnlyRootFilesystem runs the container on a read-only root, with an emptyDir on /tmp
+	// for what it writes at run time (library-go's temporary files).
+	ReadOnlyRootFilesystem bool
 }
 
 // Deployment builds the operator's DeploymentSpec. The container runs with the restricted pod
@@ -62,6 +65,12 @@ func (p OperatorPod) Deployment() appsv1.DeploymentSpec {
 		}},
 	}
 	spec.Volumes = p.Volumes
+	if p.ReadOnlyRootFilesystem {
+		c := &spec.Containers[0]
+		c.SecurityContext.ReadOnlyRootFilesystem = ptr.To(true)
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "tmp", MountPath: "/tmp"})
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
 	if p.ControlPlane {
 		spec.Tolerations = []corev1.Toleration{
 			{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},

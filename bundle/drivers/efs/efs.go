@@ -269,5 +269,7 @@ func deployment(r d.Release) appsv1.DeploymentSpec {
 		Memory:        "50Mi",
 		PriorityClass: "system-cluster-critical",
 		ControlPlane:  true,
+		// As OpenShift's EFS operator runs: nothing the operator runs can change its binary.
+		ReadOnlyRootFilesystem: true,
 	}).Deployment()
 }
