@@ -119,7 +119,7 @@ func BenchmarkOperatorRSSWithUnrelatedObjects(b *testing.B) {
 	defer cancel()
 	proc := h.startOperatorAsAdmin(bin)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
-	must(b, h.waitAll(ctx, operands()[:len(operands())-1]))
+	must(b, h.waitAll(ctx, manualModeOperands()))
 	rss := func() float64 {
 		time.Sleep(5 * time.Second)
 		return float64(testbed.RSS(proc.cmd.Process.Pid)) / (1 << 20)

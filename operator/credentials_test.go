@@ -17,14 +17,29 @@ import (
 )
 
 // TestDriverFindsItsCredentials gives the AWS SDK's default credential chain (the SDK the driver
-// is built with) exactly the environment and the files the operator's Deployment gives the
-// driver container, for each form of Secret the cloud-credential operator mints: a credentials
-// file alone (STS and passthrough), the two keys alone, and both. The SDK must find the keys.
+// is built with) exactly the environment and the files the operator's Deployment and DaemonSet
+// give the driver containers, for each form of Secret the cloud-credential operator mints: a
+// credentials file alone (STS and passthrough), the two keys alone, and both. The SDK must find
+// the keys. (On the node, efs-utils asks with botocore, which reads the same variables and
+// file.)
 func TestDriverFindsItsCredentials(t *testing.T) {
 	h, ctx := newManaged(t, testbed.APIServer)
 	var d appsv1.Deployment
 	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: efs.ControllerDeployment}, &d))
-	pod := d.Spec.Template.Spec
+	var ds appsv1.DaemonSet
+	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: efs.NodeDaemonSet}, &ds))
+	for _, pod := range []struct {
+		name, secret string
+		spec         corev1.PodSpec
+	}{
+		{"controller", "aws-efs-cloud-credentials", d.Spec.Template.Spec},
+		{"node", "node-aws-efs-cloud-credentials", ds.Spec.Template.Spec},
+	} {
+		t.Run(pod.name, func(t *testing.T) { findsCredentials(t, pod.spec, pod.secret) })
+	}
+}
+
+func findsCredentials(t *testing.T, pod corev1.PodSpec, secret string) {
 	driver := pod.Containers[0]
 	const id, key = "AKIAEXAMPLEEXAMPLE12", "secret/EXAMPLE+key"
 	file := "[default]\naws_access_key_id = " + id + "\naws_secret_access_key = " + key + "\n"
@@ -48,7 +63,7 @@ func TestDriverFindsItsCredentials(t *testing.T) {
 			// The chain's last link asks the EC2 instance metadata service, off this machine: a
 			// test never sends traffic there, and the links before it decide here.
 			t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-			env, mounts := podView(t, pod, driver, tc.data)
+			env, mounts := podView(t, pod, driver, secret, tc.data)
 			for name, value := range env {
 				for from, to := range mounts {
 					value = strings.Replace(value, from, to, 1)
@@ -71,9 +86,8 @@ func TestDriverFindsItsCredentials(t *testing.T) {
 // podView is what the kubelet gives a container of pod when the credentials Secret holds data:
 // its environment, with Secret references resolved (an optional key that is missing sets
 // nothing), and its Secret volumes written to directories, by mount path.
-func podView(t *testing.T, pod corev1.PodSpec, c corev1.Container, data map[string]string) (env, mounts map[string]string) {
+func podView(t *testing.T, pod corev1.PodSpec, c corev1.Container, secret string, data map[string]string) (env, mounts map[string]string) {
 	t.Helper()
-	const secret = "aws-efs-cloud-credentials"
 	env, mounts = map[string]string{}, map[string]string{}
 	for _, e := range c.Env {
 		switch ref := e.ValueFrom; {

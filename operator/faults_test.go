@@ -251,7 +251,7 @@ func (c *campaign) converge(ctx context.Context, what string, cond func(context.
 // operandsOnce checks every operand object exists exactly once: by name there can be only one,
 // so it checks no second DaemonSet or Deployment runs the driver under another name.
 func (h *harness) operandsOnce(ctx context.Context) error {
-	for _, obj := range operands()[:len(operands())-1] { // no CredentialsRequest in Manual mode
+	for _, obj := range manualModeOperands() { // no CredentialsRequest in Manual mode
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return fmt.Errorf("%T %s: %w", obj, obj.GetName(), err)
 		}

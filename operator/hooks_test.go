@@ -14,6 +14,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,12 +85,41 @@ func TestSTSCredentialsRequest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
-	cr := unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver")
+	gvk := schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}
+	cr := unstructuredOf(gvk, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver")
 	must(t, eventually(ctx, "the CredentialsRequest", h.exists(cr)))
 	spec := fmt.Sprint(cr.Object["spec"])
 	for _, want := range []string{"stsIAMRoleARN:arn:aws:iam::123456789012:role/efs-csi", "cloudTokenPath:/var/run/secrets/openshift/serviceaccount/token", "namespace:" + ns} {
 		if !strings.Contains(spec, want) {
 			t.Errorf("CredentialsRequest spec lacks %s: %s", want, spec)
+		}
+	}
+	// The node's request waits for a role of its own: made with ROLEARN alone, it would ask
+	// for the controller's role.
+	node := unstructuredOf(gvk, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver-node")
+	if err := h.c.Get(ctx, client.ObjectKeyFromObject(node), node); !apierrors.IsNotFound(err) {
+		t.Errorf("the node's CredentialsRequest without NODE_ROLEARN: %v, want none", err)
+	}
+}
+
+// TestNodeSTSCredentialsRequest: with NODE_ROLEARN set in manual mode, the node plugin's
+// CredentialsRequest asks for an STS configuration of that role, for the node's ServiceAccount.
+func TestNodeSTSCredentialsRequest(t *testing.T) {
+	fixture.SetOperatorEnv(t)
+	t.Setenv("ROLEARN", "arn:aws:iam::123456789012:role/efs-csi")
+	t.Setenv("NODE_ROLEARN", "arn:aws:iam::123456789012:role/efs-csi-node")
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	node := unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver-node")
+	must(t, eventually(ctx, "the node's CredentialsRequest", h.exists(node)))
+	spec := fmt.Sprint(node.Object["spec"])
+	for _, want := range []string{"stsIAMRoleARN:arn:aws:iam::123456789012:role/efs-csi-node", "cloudTokenPath:/var/run/secrets/openshift/serviceaccount/token",
+		"name:node-aws-efs-cloud-credentials namespace:" + ns, "serviceAccountNames:[efs-csi-sa]"} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("the node's CredentialsRequest spec lacks %s: %s", want, spec)
 		}
 	}
 }

@@ -310,7 +310,7 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 	} else {
 		h.createCR(converge, efs.CRName, operatorv1.Managed)
 	}
-	for _, obj := range operands()[:len(operands())-1] { // no CredentialsRequest in Manual mode
+	for _, obj := range manualModeOperands() { // no CredentialsRequest in Manual mode
 		if err := eventually(converge, "operand "+obj.GetName()+" after the run", h.exists(obj)); err != nil {
 			fail("%v", err)
 		}

@@ -38,7 +38,7 @@ func newManaged(t *testing.T, level testbed.Level) (*harness, context.Context) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
-	for _, obj := range operands()[:len(operands())-1] { // no CredentialsRequest in Manual mode
+	for _, obj := range manualModeOperands() { // no CredentialsRequest in Manual mode
 		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
 	}
 	return h, ctx
@@ -323,7 +323,7 @@ func TestUninstallWaitsForVolumes(t *testing.T) {
 	// deletion (observedGeneration) and said why it waits (the event) before the check.
 	must(t, eventually(ctx, "the operator to take in the deletion", h.observed(efs.CRName)))
 	must(t, eventually(ctx, "the VolumesInUse event", h.eventSeen("VolumesInUse")))
-	for _, obj := range operands()[:len(operands())-1] {
+	for _, obj := range manualModeOperands() {
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Errorf("%T %s is gone while volumes remain: %v", obj, obj.GetName(), err)
 		}

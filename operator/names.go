@@ -15,6 +15,8 @@ import (
 // internal/names/efs.
 const (
 	credentialsSecret = "aws-efs-cloud-credentials"
+	// nodeCredentialsSecret is the node plugin's (credentials_node.yaml).
+	nodeCredentialsSecret = "node-aws-efs-cloud-credentials"
 	// metricsCertSecret is the serving certificate of the controller's kube-rbac-proxy, which
 	// the service CA writes for the metrics Service (service.yaml).
 	metricsCertSecret  = "efs-csi-controller-metrics-serving-cert"

@@ -57,8 +57,17 @@ func operands() []client.Object {
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-prometheus"}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-prometheus"}},
 		unstructuredOf(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "ServiceMonitor"}, ns, "efs-csi-controller-monitor"),
+		// The CredentialsRequests last, the controller's at the very end.
+		unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver-node"),
 		unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver"),
 	}
+}
+
+// manualModeOperands are the operands a Managed CR installs when the cloud-credential operator
+// is in Manual mode and no IAM role is given: no CredentialsRequest is made.
+func manualModeOperands() []client.Object {
+	all := operands()
+	return all[:len(all)-2]
 }
 
 // TestOperandsAreEveryShippedManifest keeps operands(), which the install and removal tests

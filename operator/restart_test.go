@@ -114,7 +114,7 @@ func TestRestartMidInstallConverges(t *testing.T) {
 	must(t, first.kill())
 
 	h.startOperatorAsAdmin(bin)
-	for _, obj := range operands()[:len(operands())-1] {
+	for _, obj := range manualModeOperands() {
 		must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
 	}
 	must(t, eventually(ctx, "node DaemonSet available", h.available(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))

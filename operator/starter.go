@@ -13,6 +13,7 @@ import (
 	operatorinformers "github.com/openshift/client-go/operator/informers/externalversions"
 	"github.com/openshift/library-go/pkg/controller/controllercmd"
 	"github.com/openshift/library-go/pkg/controller/factory"
+	"github.com/openshift/library-go/pkg/operator/csi/credentialsrequestcontroller"
 	"github.com/openshift/library-go/pkg/operator/csi/csicontrollerset"
 	"github.com/openshift/library-go/pkg/operator/csi/csidrivercontrollerservicecontroller"
 	"github.com/openshift/library-go/pkg/operator/csi/csidrivernodeservicecontroller"
@@ -122,11 +123,13 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			csidrivercontrollerservicecontroller.WithReplicasHook(configInformers),
 		).
 		WithCSIDriverNodeService("AWSEFSDriverNodeServiceController", read, assets.NodeFile, kubeClient, nsInformers,
-			[]factory.Informer{configMaps.Informer(), operatorInformers.Operator().V1().ClusterCSIDrivers().Informer()},
+			[]factory.Informer{configMaps.Informer(), secrets.Informer(), operatorInformers.Operator().V1().ClusterCSIDrivers().Informer()},
 			csidrivernodeservicecontroller.WithObservedProxyDaemonSetHook(),
 			csidrivernodeservicecontroller.WithCABundleDaemonSetHook(ns, trustedCAConfigMap, configMaps),
 			withVolumeMetricsHook(operatorInformers.Operator().V1().ClusterCSIDrivers().Lister()),
 			withFIPSDaemonSetHook(fips),
+			// New or rotated node credentials restart the node plugin, which reads them at start.
+			csidrivernodeservicecontroller.WithSecretHashAnnotationHook(ns, nodeCredentialsSecret, secrets),
 		)
 
 	csiDriverManifest, err := read("csidriver.yaml")
@@ -149,7 +152,14 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 		_, total, err := uninstall.efsVolumes(ctx)
 		return total, err
 	}
+	nodeCredentials, err := read(assets.NodeCredentialsFile)
+	if err != nil {
+		return err
+	}
 	own := []factory.Controller{
+		// csicontrollerset holds one CredentialsRequest controller, the controller's.
+		credentialsrequestcontroller.NewCredentialsRequestController("AWSEFSDriverNodeCredentialsRequestController", ns, nodeCredentials,
+			dynamicClient, gated, operatorInformers, recorder, stsHook),
 		newAdoptionController(&adoptionController{
 			namespace: ns, operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient,
 			daemonSets: nsInformers.Apps().V1().DaemonSets(), csiDriver: resourceread.ReadCSIDriverV1OrDie(csiDriverManifest), gate: g,
@@ -185,10 +195,15 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	}
 }
 
-// stsHook turns the CredentialsRequest into an STS request when the operator is given an IAM
-// role (ROLEARN, as OperatorHub sets it on clusters with short-lived credentials).
+// stsHook turns a CredentialsRequest into an STS request when the operator is given an IAM
+// role: ROLEARN, as OperatorHub sets it on clusters with short-lived credentials, or the
+// variable the request's role-arns-vars annotation names (NODE_ROLEARN for the node plugin's).
 func stsHook(_ *operatorv1.OperatorSpec, cr *unstructured.Unstructured) error {
-	roleARN := os.Getenv("ROLEARN")
+	variable := cr.GetAnnotations()[credentialsrequestcontroller.EnvVarsAnnotationKey]
+	if variable == "" {
+		variable = "ROLEARN"
+	}
+	roleARN := os.Getenv(variable)
 	if roleARN == "" {
 		return nil
 	}

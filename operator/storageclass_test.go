@@ -49,7 +49,7 @@ func TestNoStorageClassThatCannotProvision(t *testing.T) {
 			h.createCR(ctx, efs.CRName, operatorv1.Managed)
 			// Adoption looks at the class before it lets library-go apply the operands, so once
 			// every operand exists the class has had its verdict.
-			for _, obj := range operands()[:len(operands())-1] { // no CredentialsRequest in Manual mode
+			for _, obj := range manualModeOperands() { // no CredentialsRequest in Manual mode
 				must(t, eventually(ctx, "operand "+obj.GetName(), h.exists(obj)))
 			}
 

@@ -46,11 +46,13 @@ const (
 	ControllerFile  = "controller.yaml"
 	NodeFile        = "node.yaml"
 	CredentialsFile = "credentials.yaml"
+	// NodeCredentialsFile is the node plugin's CredentialsRequest.
+	NodeCredentialsFile = "credentials_node.yaml"
 )
 
 // OperandFiles are all the manifests the driver consists of: what the controllers above apply,
 // and exactly what an uninstall deletes.
-var OperandFiles = slices.Concat(StaticFiles, []string{ControllerFile, NodeFile, CredentialsFile})
+var OperandFiles = slices.Concat(StaticFiles, []string{ControllerFile, NodeFile, NodeCredentialsFile, CredentialsFile})
 
 // PrometheusRuleFile is the operator's own alert, not part of the driver: the presence controller
 // keeps it while the operator runs, whatever the CR says.

@@ -81,6 +81,11 @@ On a cluster whose cloud credentials are in manual mode with AWS Security Token 
 3. The operator adds the role and the service account token path to its CredentialsRequest; the
    cloud-credential operator writes Secret ` + "`aws-efs-cloud-credentials`" + `, which the driver's controller
    reads together with its projected service account token (audience ` + "`openshift`" + `).
+4. For One Zone file systems, the node plugin needs credentials of its own, to find the mount
+   target of each node's zone: create a role from the node's CredentialsRequest
+   ([operator/assets/credentials_node.yaml](https://github.com/csi-olm/csi-olm/blob/main/operator/assets/credentials_node.yaml))
+   the same way and set its ARN as ` + "`NODE_ROLEARN`" + ` in the Subscription's ` + "`spec.config.env`" + `; the
+   cloud-credential operator then writes Secret ` + "`node-aws-efs-cloud-credentials`" + `.
 
 ## Deleting dynamically provisioned volumes
 Deleting a PersistentVolume that the driver provisioned deletes its EFS access point, not the
