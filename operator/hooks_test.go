@@ -78,13 +78,7 @@ func hasVolumeFromConfigMap(pod corev1.PodSpec, name string) bool {
 // TestSTSCredentialsRequest: with manual credentials and an IAM role, the operator asks the
 // cloud-credential operator for an STS web-identity configuration.
 func TestSTSCredentialsRequest(t *testing.T) {
-	fixture.SetOperatorEnv(t)
-	t.Setenv("ROLEARN", "arn:aws:iam::123456789012:role/efs-csi")
-	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	h, ctx := newManualModeWithRoles(t, "ROLEARN", "arn:aws:iam::123456789012:role/efs-csi")
 	gvk := schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}
 	cr := unstructuredOf(gvk, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver")
 	must(t, eventually(ctx, "the CredentialsRequest", h.exists(cr)))
@@ -105,14 +99,7 @@ func TestSTSCredentialsRequest(t *testing.T) {
 // TestNodeSTSCredentialsRequest: with NODE_ROLEARN set in manual mode, the node plugin's
 // CredentialsRequest asks for an STS configuration of that role, for the node's ServiceAccount.
 func TestNodeSTSCredentialsRequest(t *testing.T) {
-	fixture.SetOperatorEnv(t)
-	t.Setenv("ROLEARN", "arn:aws:iam::123456789012:role/efs-csi")
-	t.Setenv("NODE_ROLEARN", "arn:aws:iam::123456789012:role/efs-csi-node")
-	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	h, ctx := newManualModeWithRoles(t, "ROLEARN", "arn:aws:iam::123456789012:role/efs-csi", "NODE_ROLEARN", "arn:aws:iam::123456789012:role/efs-csi-node")
 	node := unstructuredOf(schema.GroupVersionKind{Group: "cloudcredential.openshift.io", Version: "v1", Kind: "CredentialsRequest"}, "openshift-cloud-credential-operator", "openshift-aws-efs-csi-driver-node")
 	must(t, eventually(ctx, "the node's CredentialsRequest", h.exists(node)))
 	spec := fmt.Sprint(node.Object["spec"])
@@ -320,4 +307,20 @@ func (h *harness) driverArgsAre(obj client.Object, prefix string, want ...string
 		}
 		return nil
 	}
+}
+
+// newManualModeWithRoles runs the operator with the cloud-credential operator in Manual mode and
+// the given variables (name, value, ...) set, and a Managed CR.
+func newManualModeWithRoles(t *testing.T, env ...string) (*harness, context.Context) {
+	t.Helper()
+	fixture.SetOperatorEnv(t)
+	for i := 0; i+1 < len(env); i += 2 {
+		t.Setenv(env[i], env[i+1])
+	}
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+	h.runOperator()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	return h, ctx
 }
