@@ -28,18 +28,13 @@ import (
 // binds in its own network namespace. The operator must start, stay up, never be refused, and
 // work: put a driver in place for a ClusterCSIDriver, and the SharedVolume finalizer policy up.
 func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
-	bin := buildOperator(t)
-	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	kubeconfig := fixture.WriteKubeconfig(t, h.grantBundlePermissions(ctx), ns)
-	args, env := fixture.ShippedCommand(t, ns)
+	h, ctx, start := newShipped(t)
 	// The bundle ships the SharedVolume CRD, which OLM installs before the operator.
 	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
 	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, h.c, svCRD))
 
-	p := h.startProcess(bin, append(args, "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", testutil.FreeLoopbackAddr(t)), env)
+	p, _ := start()
 	alive := func(what string) {
 		t.Helper()
 		select {
@@ -88,6 +83,25 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 		if strings.Contains(strings.ToLower(line), "forbidden") {
 			t.Errorf("the operator was refused something its CSV should grant: %s", line)
 		}
+	}
+}
+
+// newShipped is a fresh API server and a way to start the operator binary on it as the newest
+// CSV ships it: its args and env, with exactly its permissions. Only what a pod gets from its
+// surroundings is added: the credentials in-cluster configuration would find, the namespace,
+// and a loopback port for the metrics server, which start returns.
+func newShipped(t *testing.T) (h *harness, ctx context.Context, start func() (*process, string)) {
+	t.Helper()
+	bin := buildOperator(t)
+	h = newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	kubeconfig := fixture.WriteKubeconfig(t, h.grantBundlePermissions(ctx), ns)
+	args, env := fixture.ShippedCommand(t, ns)
+	return h, ctx, func() (*process, string) {
+		t.Helper()
+		addr := testutil.FreeLoopbackAddr(t)
+		return h.startProcess(bin, append(slices.Clone(args), "--kubeconfig", kubeconfig, "--namespace", ns, "--listen", addr), env), addr
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
+	"github.com/openshift/library-go/pkg/config/client"
 	"github.com/openshift/library-go/pkg/controller/controllercmd"
 	"github.com/spf13/cobra"
 	k8sversion "k8s.io/apimachinery/pkg/version"
@@ -27,6 +29,37 @@ func main() {
 	// Leader election keeps two replicas from acting at once; tests that kill the operator
 	// turn it off so that a restart does not wait for the dead leader's lease to expire.
 	start.Flags().BoolVar(&cfg.DisableLeaderElection, "disable-leader-election", false, "run without leader election (tests only)")
+	// The operator's own HTTPS endpoint serves with the cluster's TLS profile, read before it
+	// starts: it does not start without it (a --config given by hand is used as it is).
+	next := start.PreRunE
+	start.PreRunE = func(cmd *cobra.Command, args []string) error {
+		if next != nil {
+			if err := next(cmd, args); err != nil {
+				return err
+			}
+		}
+		if cmd.Flags().Changed("config") {
+			return nil
+		}
+		config, err := client.GetKubeConfigOrInClusterConfig(cmd.Flags().Lookup("kubeconfig").Value.String(), nil)
+		if err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", efs.OperatorName+"-tls-")
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+		defer cancel()
+		path, err := operator.WriteServingConfig(ctx, config, dir)
+		if err != nil {
+			return fmt.Errorf("the operator serves only with the cluster's TLS profile: %w", err)
+		}
+		if err := operator.RestartOnNewProfile(cmd.Context(), config, path); err != nil {
+			return err
+		}
+		return cmd.Flags().Set("config", path)
+	}
 	// klog's flags (-v above all), which the CSV passes, as every OpenShift operator takes them.
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
