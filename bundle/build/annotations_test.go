@@ -2,14 +2,17 @@ package build_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/operator-framework/operator-registry/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator/assets"
@@ -128,6 +131,13 @@ func TestSupportedEFSAnnotations(t *testing.T) {
 			if csv.Annotations[key] != "true" {
 				t.Errorf("%s: %s = %q, want true", b.Dir(), key, csv.Annotations[key])
 			}
+		}
+		// The cluster may go one OpenShift minor past the release, and no further.
+		v := csv.Spec.Version.Version
+		var props registry.PropertiesFile
+		if err := yaml.UnmarshalStrict(b.Files[build.PropertiesFile], &props); err != nil || len(props.Properties) != 1 ||
+			props.Properties[0].Type != build.MaxOpenShiftVersionProperty || string(props.Properties[0].Value) != fmt.Sprintf(`"%d.%d"`, v.Major, v.Minor+1) {
+			t.Errorf("%s: %s = %q (%v), want only %s %d.%d", b.Dir(), build.PropertiesFile, b.Files[build.PropertiesFile], err, build.MaxOpenShiftVersionProperty, v.Major, v.Minor+1)
 		}
 		var cr operatorv1.ClusterCSIDriver
 		if err := yaml.UnmarshalStrict([]byte(csv.Annotations["operatorframework.io/initialization-resource"]), &cr); err != nil {

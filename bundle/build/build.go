@@ -15,6 +15,7 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/api/pkg/lib/version"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/pkg/registry"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,14 +34,18 @@ const (
 	ChannelsAnnotation       = "operators.operatorframework.io.bundle.channels.v1"
 	DefaultChannelAnnotation = "operators.operatorframework.io.bundle.channel.default.v1"
 	OpenShiftVersionsLabel   = "com.redhat.openshift.versions"
+	// MaxOpenShiftVersionProperty is the bundle property that caps the cluster's OpenShift minor.
+	MaxOpenShiftVersionProperty = "olm.maxOpenShiftVersion"
 )
 
 // File names inside a bundle directory.
 const (
 	AnnotationsFile = "metadata/annotations.yaml"
-	DockerfileFile  = "bundle.Dockerfile"
-	ManifestsDir    = "manifests"
-	MetadataDir     = "metadata"
+	// PropertiesFile holds a bundle's own properties.
+	PropertiesFile = "metadata/properties.yaml"
+	DockerfileFile = "bundle.Dockerfile"
+	ManifestsDir   = "manifests"
+	MetadataDir    = "metadata"
 )
 
 // Bundle is one generated bundle, held in memory until every bundle has been built and checked.
@@ -105,6 +110,19 @@ func One(o *definition.Operator, r definition.Release) (*Bundle, error) {
 	annotations := bundleAnnotations(o, r)
 	if b.Files[AnnotationsFile], err = yaml.Marshal(map[string]any{"annotations": annotations}); err != nil {
 		return nil, fmt.Errorf("%s: encoding annotations: %w", csvName, err)
+	}
+	if r.MaxOpenShiftVersion != "" {
+		// Where operator-registry reads a bundle's own properties (the CSV's olm.properties
+		// annotation is deprecated): opm renders them into the catalog, and OLM projects them
+		// onto the installed CSV.
+		value, err := json.Marshal(r.MaxOpenShiftVersion)
+		if err != nil {
+			return nil, err
+		}
+		props := registry.PropertiesFile{Properties: []registry.Property{{Type: MaxOpenShiftVersionProperty, Value: value}}}
+		if b.Files[PropertiesFile], err = yaml.Marshal(props); err != nil {
+			return nil, fmt.Errorf("%s: encoding properties: %w", csvName, err)
+		}
 	}
 	b.Files[DockerfileFile] = dockerfile(annotations)
 	return b, nil
@@ -201,6 +219,7 @@ func CSV(o *definition.Operator, r definition.Release) (*v1alpha1.ClusterService
 	if r.SkipRange != "" {
 		annotations["olm.skipRange"] = r.SkipRange
 	}
+
 	if o.ClusterMonitoring {
 		annotations["operatorframework.io/cluster-monitoring"] = "true"
 	}

@@ -171,6 +171,10 @@ type Release struct {
 	CreatedAt string
 	// TechPreview marks a release whose description warns it is not supported for production.
 	TechPreview bool
+	// MaxOpenShiftVersion is the newest OpenShift minor (4.12) the release runs on: OLM keeps a
+	// cluster that has it installed from upgrading past it (olm.maxOpenShiftVersion). Empty
+	// for no limit.
+	MaxOpenShiftVersion string
 
 	// OperatorImage is the operator's image: a release tag, which `csi-olm release` pins by digest.
 	OperatorImage string

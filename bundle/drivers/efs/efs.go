@@ -202,29 +202,34 @@ func Operator() d.Operator {
 		ClusterMonitoring: true,
 		DeploymentName:    names.OperatorName,
 		Deployment:        deployment,
+		// Each release runs on its OpenShift minor and the next one, as OpenShift's operator
+		// declares it: OLM holds a cluster below a newer minor until the operator is upgraded.
 		Releases: []d.Release{
 			{
 				Version: "4.9.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
-				CreatedAt:     "2026-09-01T00:00:00Z",
-				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.9.0",
-				Images:        images("v4.9.0", "4.9"),
+				CreatedAt:           "2026-09-01T00:00:00Z",
+				MaxOpenShiftVersion: "4.10",
+				OperatorImage:       "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.9.0",
+				Images:              images("v4.9.0", "4.9"),
 			},
 			{
 				// The first GA release upgrades every community version and the tech preview.
 				Version: "4.10.0", Channels: []string{"stable"}, Maturity: "stable",
 				Replaces: "aws-efs-operator.v0.0.8", SkipRange: ">=0.0.6 <4.10.0",
-				CreatedAt:     "2026-10-15T00:00:00Z",
-				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.10.0",
-				Images:        images("v4.10.0", "4.10"),
+				CreatedAt:           "2026-10-15T00:00:00Z",
+				MaxOpenShiftVersion: "4.11",
+				OperatorImage:       "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.10.0",
+				Images:              images("v4.10.0", "4.10"),
 			},
 			{
 				// The head keeps a direct edge from every community version, so a source
 				// switch lands on it in one step.
 				Version: "4.11.0", Channels: []string{"stable"}, Maturity: "stable",
 				Replaces: "aws-efs-csi-driver-operator.v4.10.0", SkipRange: ">=0.0.6 <4.11.0",
-				CreatedAt:     "2026-11-20T00:00:00Z",
-				OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0",
-				Images:        images("v4.11.0", "4.11"),
+				CreatedAt:           "2026-11-20T00:00:00Z",
+				MaxOpenShiftVersion: "4.12",
+				OperatorImage:       "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0",
+				Images:              images("v4.11.0", "4.11"),
 			},
 		},
 		Waivers: []d.Waiver{{
