@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -378,4 +379,36 @@ func TestInvalidLogLevelIsRejectedWithAClearMessage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "spec.logLevel") || !strings.Contains(err.Error(), `"Verbose"`) {
 		t.Fatalf("err = %v, want the API server to reject spec.logLevel \"Verbose\"", err)
 	}
+}
+
+// TestServiceMonitorFollowsTheOperatorsNamespace: the bundle's ServiceMonitor names the
+// suggested namespace in its certificate's serverName (a bundle cannot template it). Created as
+// OLM creates it in another namespace (a switched community install keeps its own), the operator
+// running there points it at the certificate the service CA issues there, so that the cluster's
+// Prometheus can scrape the operator, and its alert fire, wherever it runs.
+func TestServiceMonitorFollowsTheOperatorsNamespace(t *testing.T) {
+	fixture.SetOperatorEnv(t)
+	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const elsewhere = "operators"
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}))
+	monitor := &unstructured.Unstructured{}
+	fixture.HeadManifest(t, efs.OperatorName+"_monitoring.coreos.com_v1_servicemonitor.yaml", &monitor.Object)
+	want := "serverName:" + efs.OperatorMetricsService + "." + elsewhere + ".svc"
+	if shipped := fmt.Sprint(monitor.Object["spec"]); strings.Contains(shipped, want) || !strings.Contains(shipped, "serverName:") {
+		t.Fatalf("the bundle's ServiceMonitor %s: nothing to check", shipped)
+	}
+	monitor.SetNamespace(elsewhere)
+	must(t, h.c.Create(ctx, monitor))
+	fixture.RunOperator(t, h.stack.Config, elsewhere)
+	must(t, eventually(ctx, "the ServiceMonitor pointed at "+elsewhere, func(ctx context.Context) error {
+		if err := h.c.Get(ctx, client.ObjectKeyFromObject(monitor), monitor); err != nil {
+			return err
+		}
+		if got := fmt.Sprint(monitor.Object["spec"]); !strings.Contains(got, want) {
+			return fmt.Errorf("ServiceMonitor spec %s lacks %s", got, want)
+		}
+		return nil
+	}))
 }

@@ -11,9 +11,13 @@ import (
 	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	"github.com/openshift/library-go/pkg/operator/v1helpers"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator/assets"
@@ -40,7 +44,9 @@ type presenceController struct {
 	operatorClient v1helpers.OperatorClientWithFinalizers
 	dynamic        dynamic.Interface
 	assets         func(string) ([]byte, error)
-	wasPresent     *bool
+	// namespace is the operator's own, where OLM created its ServiceMonitor.
+	namespace  string
+	wasPresent *bool
 }
 
 func newPresenceController(c *presenceController, recorder events.Recorder) factory.Controller {
@@ -76,5 +82,54 @@ func (c *presenceController) sync(ctx context.Context, syncCtx factory.SyncConte
 			"ClusterCSIDriver %s does not exist, so the AWS EFS CSI driver is not installed: create it with managementState Managed to install the driver", efs.CRName)
 	}
 	c.wasPresent = &present
+	return c.fixServiceMonitor(ctx)
+}
+
+var serviceMonitorGVR = schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"}
+
+// fixServiceMonitor points the operator's ServiceMonitor, which its bundle ships, at the
+// certificate of the namespace the operator runs in. A bundle cannot template the namespace,
+// so it names the suggested one; installed elsewhere (a community install switched to this
+// catalog keeps the community's namespace), the cluster's Prometheus would refuse the
+// certificate, and the operator's alert could never fire. Only the endpoints' serverName is
+// changed, and only when wrong.
+func (c *presenceController) fixServiceMonitor(ctx context.Context) error {
+	client := c.dynamic.Resource(serviceMonitorGVR).Namespace(c.namespace)
+	monitor, err := client.Get(ctx, efs.OperatorName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil // no monitoring stack, or a bundle without it
+	}
+	if err != nil {
+		return fmt.Errorf("reading ServiceMonitor %s/%s: %w", c.namespace, efs.OperatorName, err)
+	}
+	want := efs.OperatorMetricsService + "." + c.namespace + ".svc"
+	fixed := monitor.DeepCopy()
+	endpoints, _, err := unstructured.NestedSlice(fixed.Object, "spec", "endpoints")
+	if err != nil {
+		return fmt.Errorf("ServiceMonitor %s/%s: %w", c.namespace, efs.OperatorName, err)
+	}
+	changed := false
+	for _, e := range endpoints {
+		endpoint, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		if name, found, _ := unstructured.NestedString(endpoint, "tlsConfig", "serverName"); found && name != want {
+			if err := unstructured.SetNestedField(endpoint, want, "tlsConfig", "serverName"); err != nil {
+				return err
+			}
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := unstructured.SetNestedSlice(fixed.Object, endpoints, "spec", "endpoints"); err != nil {
+		return err
+	}
+	if _, err := client.Update(ctx, fixed, metav1.UpdateOptions{FieldManager: presenceControllerName}); err != nil {
+		return fmt.Errorf("pointing ServiceMonitor %s/%s at %s: %w", c.namespace, efs.OperatorName, want, err)
+	}
+	klog.Infof("ServiceMonitor %s/%s now verifies the metrics certificate as %s", c.namespace, efs.OperatorName, want)
 	return nil
 }

@@ -165,7 +165,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			daemonSets: nsInformers.Apps().V1().DaemonSets(), csiDriver: resourceread.ReadCSIDriverV1OrDie(csiDriverManifest), gate: g,
 		}, recorder),
 		newUninstallController(uninstall, recorder),
-		newPresenceController(&presenceController{operatorClient: operatorClient, dynamic: dynamicClient, assets: read}, recorder),
+		newPresenceController(&presenceController{operatorClient: operatorClient, dynamic: dynamicClient, assets: read, namespace: ns}, recorder),
 	}
 
 	klog.Infof("starting the %s in namespace %s", efs.OperatorName, ns)

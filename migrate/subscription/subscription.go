@@ -13,6 +13,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -281,6 +282,9 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 	default:
 		plan.DriverDaemonSetUID = ds.UID
 	}
+	if warning := monitoringWarning(ctx, c, sub.Namespace); warning != "" {
+		plan.Warnings = append(plan.Warnings, warning)
+	}
 	var svs sharedvolumev1alpha1.SharedVolumeList
 	if err := c.List(ctx, &svs); err != nil && !meta.IsNoMatchError(err) {
 		return nil, fmt.Errorf("listing SharedVolumes: %w", err)
@@ -362,4 +366,23 @@ keeps serving every volume meanwhile. Create it to have the operator adopt the d
 		return nil
 	}
 	return fmt.Errorf("reading ClusterCSIDriver %s: %w", efs.CRName, err)
+}
+
+// monitoringWarning says when the namespace the operator will keep running in is not one the
+// cluster's Prometheus scrapes: OperatorHub labels the namespace it installs the certified
+// operator into, but a switched Subscription keeps the community install's namespace, and the
+// operator's alert that the driver is not enabled could never fire there. Labelling it is the
+// admin's call: in a shared namespace such as openshift-operators, it also lets the cluster's
+// Prometheus scrape every other operator's ServiceMonitor there.
+func monitoringWarning(ctx context.Context, c client.Client, namespace string) string {
+	var ns corev1.Namespace
+	switch err := c.Get(ctx, client.ObjectKey{Name: namespace}, &ns); {
+	case err != nil:
+		return fmt.Sprintf("cannot tell whether the cluster's Prometheus scrapes namespace %s, where the operator keeps running: %v", namespace, err)
+	case ns.Labels[efs.ClusterMonitoringLabel] == "true":
+		return ""
+	}
+	return fmt.Sprintf("the cluster's Prometheus does not scrape namespace %s, where the operator keeps running (no label %s=true), so its %s alert cannot fire there; "+
+		"to let it: oc label namespace %s %s=true (this also lets Prometheus scrape every other ServiceMonitor of %s)",
+		namespace, efs.ClusterMonitoringLabel, efs.NotEnabledAlert, namespace, efs.ClusterMonitoringLabel, namespace)
 }

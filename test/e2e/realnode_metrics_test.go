@@ -30,11 +30,11 @@ const (
 	prometheusSA        = "prometheus-k8s"
 	servingCertsCA      = "serving-certs-ca-bundle"
 	scraperImage        = "quay.io/csi-olm-test/scraper:e2e"
-	notEnabledAlert     = "AWSEFSDriverNotEnabled"
+	notEnabledAlert     = efs.NotEnabledAlert
 	// The CSV annotation that asks OperatorHub to label the install namespace, and the label
 	// the cluster's Prometheus selects namespaces by.
 	clusterMonitoringAnnotation = "operatorframework.io/cluster-monitoring"
-	clusterMonitoringLabel      = "openshift.io/cluster-monitoring"
+	clusterMonitoringLabel      = efs.ClusterMonitoringLabel
 	presentMetric               = "aws_efs_csi_driver_operator_clustercsidriver_present"
 )
 

@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -91,6 +94,23 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	ds := objects[len(objects)-1].(*appsv1.DaemonSet)
 	uid := ds.UID
 
+	// The operator keeps running in the community's namespace, which the cluster's Prometheus
+	// does not scrape: the verb's plan says so and how to change it, and the admin does.
+	var plan bytes.Buffer
+	if err := migrateSubscription(ctx, s, true, &plan); err != nil {
+		t.Fatalf("%v\n%s", err, plan.String())
+	}
+	label := fmt.Sprintf("oc label namespace %s %s=true", ns, clusterMonitoringLabel)
+	if !strings.Contains(plan.String(), label) {
+		t.Errorf("the plan does not tell the admin to run %q:\n%s", label, plan.String())
+	}
+	var namespace corev1.Namespace
+	must(t, c.Get(ctx, client.ObjectKey{Name: ns}, &namespace))
+	labelled := client.MergeFrom(namespace.DeepCopy())
+	metav1.SetMetaDataLabel(&namespace.ObjectMeta, clusterMonitoringLabel, "true")
+	must(t, c.Patch(ctx, &namespace, labelled))
+	actAsClusterPrometheus(ctx, t, s)
+
 	begin := time.Now()
 	if err := f.switchSource(ctx); err != nil {
 		t.Fatal(err)
@@ -104,6 +124,23 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	pod := operatorPod(ctx, t, c, ns, shipped)
 	assertRunsAsShipped(t, pod, shipped)
 	t.Logf("source switch -> supported operator pod Ready: %s", time.Since(begin).Round(100*time.Millisecond))
+
+	// The alert that the driver is not enabled fires from where the operator runs: the operator
+	// points its bundle's ServiceMonitor at the certificate of this namespace.
+	serverName := efs.OperatorMetricsService + "." + ns + ".svc"
+	must(t, testutil.Eventually(ctx, "the ServiceMonitor verifying "+serverName, func(ctx context.Context) error {
+		var monitor monitoringv1.ServiceMonitor
+		if err := getTyped(ctx, s, monitoringv1.SchemeGroupVersion.WithKind(monitoringv1.ServiceMonitorsKind), ns, efs.OperatorName, &monitor); err != nil {
+			return err
+		}
+		if tls := monitor.Spec.Endpoints[0].TLSConfig; tls == nil || tls.ServerName == nil || *tls.ServerName != serverName {
+			return fmt.Errorf("ServiceMonitor %s/%s verifies %+v", ns, monitor.Name, tls)
+		}
+		return nil
+	}))
+	if n := notEnabledSeries(ctx, t, s, ns, scrapeOperator(ctx, t, s, ns)); n != 1 {
+		t.Errorf("after the switch, without the ClusterCSIDriver, %s's expression gives %d series, want 1", notEnabledAlert, n)
+	}
 
 	begin = time.Now()
 	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
@@ -133,6 +170,9 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	t.Logf("ClusterCSIDriver -> the running driver adopted: %s", time.Since(begin).Round(100*time.Millisecond))
 	ready := waitDriverRunning(ctx, t, s, ns)
 	t.Logf("ClusterCSIDriver -> the adopted driver Running and Ready: %s", ready.Sub(begin).Round(100*time.Millisecond))
+	if n := notEnabledSeries(ctx, t, s, ns, scrapeOperator(ctx, t, s, ns)); n != 0 {
+		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
+	}
 }
 
 // envOf is the value of a container's environment variable, "" when it has none.

@@ -33,6 +33,11 @@ const (
 	OperatorMetricsPort    = 8443
 	// OperatorMetricsPortName names the port on the operator's container and its Service.
 	OperatorMetricsPortName = "https"
+	// ClusterMonitoringLabel is the namespace label OpenShift's cluster Prometheus selects the
+	// namespaces it scrapes by; the operator's alert fires only from such a namespace.
+	ClusterMonitoringLabel = "openshift.io/cluster-monitoring"
+	// NotEnabledAlert is the operator's alert while no ClusterCSIDriver asks for the driver.
+	NotEnabledAlert = "AWSEFSDriverNotEnabled"
 )
 
 // The driver the operator deploys.
