@@ -117,6 +117,36 @@ func TestEFSOperatorRunsOnAReadOnlyRoot(t *testing.T) {
 	}
 }
 
+// TestEFSOperatorPodLabels: the EFS operator's pod carries the labels OpenShift's storage
+// NetworkPolicies allow traffic by, as OpenShift's EFS operator pod does, and its Deployment's
+// selector is the same in every release: OLM upgrades the Deployment in place, and a selector
+// cannot change.
+func TestEFSOperatorPodLabels(t *testing.T) {
+	var selector string
+	for _, b := range buildAll(t) {
+		if !strings.HasPrefix(b.CSVName, efs.OperatorName+".") {
+			continue
+		}
+		for _, dep := range csvOf(t, b).Spec.InstallStrategy.StrategySpec.DeploymentSpecs {
+			for _, policy := range []string{"all-egress", "dns", "api-server", "operator-metrics-range"} {
+				if got := dep.Spec.Template.Labels["openshift.storage.network-policy."+policy]; got != "allow" {
+					t.Errorf("%s: the operator's pod has network-policy label %s = %q, want allow", b.Dir(), policy, got)
+				}
+			}
+			got := fmt.Sprint(dep.Spec.Selector.MatchLabels)
+			if selector == "" {
+				selector = got
+			}
+			if got != selector {
+				t.Errorf("%s: the operator's Deployment selects %s, another release %s", b.Dir(), got, selector)
+			}
+		}
+	}
+	if selector == "" {
+		t.Fatal("no EFS bundle built")
+	}
+}
+
 // TestSupportedEFSAnnotations: the supported EFS operator serves with the cluster's TLS profile
 // and runs with STS, and OperatorHub offers the ClusterCSIDriver that enables the driver.
 func TestSupportedEFSAnnotations(t *testing.T) {

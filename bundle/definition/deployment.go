@@ -1,6 +1,8 @@
 package definition
 
 import (
+	"maps"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -12,7 +14,10 @@ import (
 // OperatorPod describes the single-container operator Deployment that every operator here uses.
 type OperatorPod struct {
 	// Labels select the operator's pods; they are also set on the pod template.
-	Labels         map[string]string
+	Labels map[string]string
+	// PodLabels are further labels of the pod template only: the selector of a Deployment
+	// cannot change, so what is added in a later release must not join it.
+	PodLabels      map[string]string
 	ServiceAccount string
 	Container      string
 	Image          string
@@ -86,11 +91,14 @@ func (p OperatorPod) Deployment() appsv1.DeploymentSpec {
 			}},
 		}}
 	}
+	podLabels := map[string]string{}
+	maps.Copy(podLabels, p.Labels)
+	maps.Copy(podLabels, p.PodLabels)
 	return appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](1),
 		Selector: &metav1.LabelSelector{MatchLabels: p.Labels},
 		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: p.Labels},
+			ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 			Spec:       spec,
 		},
 	}

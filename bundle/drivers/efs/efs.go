@@ -262,7 +262,16 @@ func images(driver, ocp string) []d.Image {
 
 func deployment(r d.Release) appsv1.DeploymentSpec {
 	return metricsPod(d.OperatorPod{
-		Labels:         map[string]string{"app": names.OperatorName},
+		Labels: map[string]string{"app": names.OperatorName},
+		// OpenShift's storage namespace denies traffic to pods without these labels where the
+		// cluster-storage-operator puts its NetworkPolicies there; OpenShift's EFS operator pod
+		// carries the same: the API server, DNS, its AWS calls' egress and its metrics port.
+		PodLabels: map[string]string{
+			"openshift.storage.network-policy.all-egress":             "allow",
+			"openshift.storage.network-policy.dns":                    "allow",
+			"openshift.storage.network-policy.api-server":             "allow",
+			"openshift.storage.network-policy.operator-metrics-range": "allow",
+		},
 		ServiceAccount: names.OperatorName,
 		Container:      names.OperatorName,
 		Image:          r.OperatorImage,
