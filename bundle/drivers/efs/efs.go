@@ -263,9 +263,8 @@ func images(driver, ocp string) []d.Image {
 func deployment(r d.Release) appsv1.DeploymentSpec {
 	return metricsPod(d.OperatorPod{
 		Labels: map[string]string{"app": names.OperatorName},
-		// OpenShift's storage namespace denies traffic to pods without these labels where the
-		// cluster-storage-operator puts its NetworkPolicies there; OpenShift's EFS operator pod
-		// carries the same: the API server, DNS, its AWS calls' egress and its metrics port.
+		// The labels OpenShift's storage NetworkPolicies allow traffic by, which OpenShift's EFS
+		// operator pod carries: the API server, DNS, its AWS calls' egress and its metrics port.
 		PodLabels: map[string]string{
 			"openshift.storage.network-policy.all-egress":             "allow",
 			"openshift.storage.network-policy.dns":                    "allow",
