@@ -24,7 +24,6 @@ import (
 	"strings"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
@@ -248,7 +247,7 @@ func (r *Report) compareChannel(ctx context.Context, op, np *index.Package, och,
 // dependencies, and the installed operators, are the same for both.
 func changedPackages(o, n *index.Catalog) map[string]bool {
 	changed := map[string]bool{}
-	providers := map[property.GVK][]string{}
+	providers := index.Providers(o, n)
 	requires := map[string]map[string]bool{}
 	constrained := map[string]bool{}
 	var all []string
@@ -257,13 +256,6 @@ func changedPackages(o, n *index.Catalog) map[string]bool {
 			if requires[p.Name] == nil {
 				requires[p.Name] = map[string]bool{}
 				all = append(all, p.Name)
-			}
-			for _, b := range p.Bundles {
-				for _, g := range b.Provides() {
-					if !slices.Contains(providers[g], p.Name) {
-						providers[g] = append(providers[g], p.Name)
-					}
-				}
 			}
 		}
 	}

@@ -389,6 +389,24 @@ func (b *Bundle) Requires() Requirements {
 	return r
 }
 
+// Providers maps each API the catalogs' bundles provide to the packages that provide it, each
+// package once, as OLM looks a required API up across every CatalogSource.
+func Providers(catalogs ...*Catalog) map[property.GVK][]string {
+	providers := map[property.GVK][]string{}
+	for _, c := range catalogs {
+		for _, p := range c.Packages() {
+			for _, b := range p.Bundles {
+				for _, g := range b.Provides() {
+					if !slices.Contains(providers[g], p.Name) {
+						providers[g] = append(providers[g], p.Name)
+					}
+				}
+			}
+		}
+	}
+	return providers
+}
+
 // Provides reads the APIs the bundle's olm.gvk properties declare.
 func (b *Bundle) Provides() []property.GVK {
 	var out []property.GVK

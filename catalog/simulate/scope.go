@@ -1,8 +1,6 @@
 package simulate
 
 import (
-	"github.com/operator-framework/operator-registry/alpha/property"
-
 	"github.com/csi-olm/csi-olm/catalog/index"
 )
 
@@ -11,16 +9,7 @@ import (
 // all CatalogSources; nil (every package) when an olm.constraint, whose expression may name any
 // package or API, is among them.
 func reach(catalogs []*index.Catalog, roots []string) map[string]bool {
-	providers := map[property.GVK][]string{}
-	for _, c := range catalogs {
-		for _, p := range c.Packages() {
-			for _, b := range p.Bundles {
-				for _, g := range b.Provides() {
-					providers[g] = append(providers[g], p.Name)
-				}
-			}
-		}
-	}
+	providers := index.Providers(catalogs...)
 	out := map[string]bool{}
 	queue := []string{}
 	add := func(pkg string) {
