@@ -13,7 +13,6 @@ import (
 	configinformers "github.com/openshift/client-go/config/informers/externalversions"
 	"github.com/openshift/library-go/pkg/crypto"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
@@ -46,11 +45,7 @@ func ServingConfig(apiServer *configv1.APIServer) *operatorv1alpha1.GenericOpera
 // WriteServingConfig reads APIServer/cluster and writes ServingConfig into dir, returning the
 // file's path. The operator must not serve if it fails: it would serve with Go's defaults,
 // not the cluster's profile.
-func WriteServingConfig(ctx context.Context, config *rest.Config, dir string) (string, error) {
-	client, err := configclient.NewForConfig(config)
-	if err != nil {
-		return "", err
-	}
+func WriteServingConfig(ctx context.Context, client configclient.Interface, dir string) (string, error) {
 	apiServer, err := client.ConfigV1().APIServers().Get(ctx, "cluster", metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("reading the cluster's TLS profile from APIServer cluster: %w", err)
@@ -82,14 +77,10 @@ func writeServingConfig(path string, apiServer *configv1.APIServer) (bool, error
 // profile changes it, until ctx ends. library-go's controllercmd watches its --config file and
 // restarts the process when it changes, as it does for a new serving certificate: the new
 // process serves with the new profile.
-func RestartOnNewProfile(ctx context.Context, config *rest.Config, path string) error {
-	client, err := configclient.NewForConfig(config)
-	if err != nil {
-		return err
-	}
+func RestartOnNewProfile(ctx context.Context, client configclient.Interface, path string) error {
 	factory := configinformers.NewSharedInformerFactoryWithOptions(client, resync,
 		configinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=cluster" }))
-	_, err = factory.Config().V1().APIServers().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, err := factory.Config().V1().APIServers().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {
 			apiServer, ok := obj.(*configv1.APIServer)
 			if !ok {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	"github.com/openshift/library-go/pkg/config/client"
 	"github.com/openshift/library-go/pkg/controller/controllercmd"
 	"github.com/spf13/cobra"
@@ -45,17 +46,21 @@ func main() {
 		if err != nil {
 			return err
 		}
+		configClient, err := configclient.NewForConfig(config)
+		if err != nil {
+			return err
+		}
 		dir, err := os.MkdirTemp("", efs.OperatorName+"-tls-")
 		if err != nil {
 			return err
 		}
 		ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 		defer cancel()
-		path, err := operator.WriteServingConfig(ctx, config, dir)
+		path, err := operator.WriteServingConfig(ctx, configClient, dir)
 		if err != nil {
 			return fmt.Errorf("the operator serves only with the cluster's TLS profile: %w", err)
 		}
-		if err := operator.RestartOnNewProfile(cmd.Context(), config, path); err != nil {
+		if err := operator.RestartOnNewProfile(cmd.Context(), configClient, path); err != nil {
 			return err
 		}
 		return cmd.Flags().Set("config", path)
