@@ -43,9 +43,8 @@ func TestBuildImage(t *testing.T) {
 		}
 	}
 	version := value("EFS_UTILS_VERSION")
-	url := strings.ReplaceAll(archiveURL, "${EFS_UTILS_VERSION}", version)
-	if err := probe(url); err != nil {
-		t.Skipf("the efs-utils archive is unreachable, so the image cannot be built here: %v", err)
+	if err := probe(repoURL); err != nil {
+		t.Skipf("the efs-utils repository is unreachable, so the image cannot be built here: %v", err)
 	}
 
 	image := fmt.Sprintf("%s:test-%d", baseImageRepo, os.Getpid())

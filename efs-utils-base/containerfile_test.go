@@ -10,14 +10,16 @@ import (
 
 const (
 	fetchStage  = "fetch"
-	archiveURL  = "https://github.com/aws/efs-utils/archive/refs/tags/v${EFS_UTILS_VERSION}.tar.gz"
+	repoURL     = "https://github.com/aws/efs-utils.git"
+	commitArg   = "${EFS_UTILS_COMMIT}"
+	sourceDir   = "efs-utils" // the checkout, relative to the fetch stage's WORKDIR
 	stagingRoot = "/out"
 )
 
 // efsUtilsFiles are the files of the pure-Python efs-utils 1.x, where its RPM spec installs them.
 var efsUtilsFiles = []struct {
 	dest string // in the image
-	src  string // in the source archive
+	src  string // in the efs-utils repository
 	mode string
 }{
 	{dest: "/sbin/mount.efs", src: "src/mount_efs/__init__.py", mode: "0755"},
@@ -39,7 +41,7 @@ func TestDefaultsFile(t *testing.T) {
 		{"BASE_IMAGE", regexp.MustCompile(`^registry\.access\.redhat\.com/ubi9/ubi-minimal(:[\w.-]+|@sha256:[0-9a-f]{64})$`), "the final stage is UBI 9 minimal"},
 		{"BUILDER_IMAGE", regexp.MustCompile(`^[\w.-]+(/[\w.-]+)+(:[\w.-]+|@sha256:[0-9a-f]{64})$`), "the fetch stage needs a pullable image reference"},
 		{"EFS_UTILS_VERSION", regexp.MustCompile(`^1\.\d+\.\d+$`), "an exact efs-utils 1.x release: 2.x needs a Rust build of efs-proxy and installs more than these files"},
-		{"EFS_UTILS_SHA256", regexp.MustCompile(`^[0-9a-f]{64}$`), "the sha256 of the source archive, 64 lower-case hex digits"},
+		{"EFS_UTILS_COMMIT", regexp.MustCompile(`^[0-9a-f]{40}$`), "the full commit id of the release's tag, 40 lower-case hex digits: the fetch stage compares it with what git rev-parse prints"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -90,14 +92,15 @@ func TestArgDefaultsMatchDefaultsFile(t *testing.T) {
 func TestVersionIsPinned(t *testing.T) {
 	c := parseContainerfile(t, baseContainerfile)
 	cmds := c.stage(t, fetchStage).commands(t)
-	download, _ := findDownload(t, cmds)
+	fetch := findFetch(t, cmds)
 	tests := []struct {
 		name  string
 		check func() error
 	}{
-		{"the archive is the tag of the pinned version", func() error {
-			if !slices.Contains(download.program("curl"), archiveURL) {
-				return fmt.Errorf("%s: the download is not %s: %s", download.pos(), archiveURL, download.text)
+		{"the sources are the pinned commit of aws/efs-utils", func() error {
+			_, args := gitSubcommand(fetch.program("git"))
+			if !slices.Contains(args, repoURL) || args[len(args)-1] != commitArg {
+				return fmt.Errorf("%s: the fetch is not of %s from %s: %s", fetch.pos(), commitArg, repoURL, fetch.text)
 			}
 			return nil
 		}},
@@ -108,7 +111,7 @@ func TestVersionIsPinned(t *testing.T) {
 			}
 			return nil
 		}},
-		{"the archive's own VERSION is checked against it", func() error {
+		{"the sources' own VERSION is checked against it", func() error {
 			for _, cmd := range cmds {
 				if slices.Equal(cmd.program("grep"), []string{"grep", "-Eq", `^VERSION = ["']${EFS_UTILS_VERSION}["']$`, "efs-utils/src/mount_efs/__init__.py"}) {
 					return nil
@@ -126,68 +129,100 @@ func TestVersionIsPinned(t *testing.T) {
 	}
 }
 
-// findDownload returns the command that downloads the archive and the file it writes.
-func findDownload(t *testing.T, cmds []command) (command, string) {
-	t.Helper()
-	for _, cmd := range cmds {
-		argv := cmd.program("curl")
-		if argv == nil {
-			continue
-		}
-		for i, word := range argv {
-			if (word == "--output" || word == "-o") && i+1 < len(argv) {
-				return cmd, argv[i+1]
-			}
-		}
-		t.Fatalf("%s: curl without --output: %s", cmd.pos(), cmd.text)
+// gitSubcommand splits a git command line into its subcommand and the words after it, skipping
+// git's own options (-C dir, -c name=value, --no-pager...). It returns "" for no git command.
+func gitSubcommand(argv []string) (string, []string) {
+	if len(argv) == 0 || argv[0] != "git" {
+		return "", nil
 	}
-	t.Fatalf("%s: stage %s downloads nothing with curl", baseContainerfile, fetchStage)
-	return command{}, ""
+	for i := 1; i < len(argv); i++ {
+		switch word := argv[i]; {
+		case word == "-C" || word == "-c":
+			i++
+		case strings.HasPrefix(word, "-"):
+		default:
+			return word, argv[i+1:]
+		}
+	}
+	return "", nil
 }
 
-// findVerification returns the command that checks the archive against EFS_UTILS_SHA256.
-func findVerification(t *testing.T, cmds []command, archive string) command {
+// findFetch returns the command that fetches the sources: `git ... fetch ... <url> <commit>`.
+func findFetch(t *testing.T, cmds []command) command {
 	t.Helper()
 	for _, cmd := range cmds {
-		argv := cmd.program("sha256sum")
-		if argv == nil || !(slices.Contains(argv, "--check") || slices.Contains(argv, "-c")) {
-			continue
-		}
-		if strings.Contains(cmd.text, "${EFS_UTILS_SHA256}") && strings.Contains(cmd.text, archive) {
+		if sub, args := gitSubcommand(cmd.program("git")); sub == "fetch" && len(args) > 0 {
 			return cmd
 		}
 	}
-	t.Fatalf("%s: stage %s never runs sha256sum --check on %s with ${EFS_UTILS_SHA256}", baseContainerfile, fetchStage, archive)
+	t.Fatalf("%s: stage %s never runs git fetch", baseContainerfile, fetchStage)
 	return command{}
 }
 
-func TestChecksumIsVerifiedBeforeTheArchiveIsUsed(t *testing.T) {
+// findCommitCheck returns the command that compares the fetched commit with the pin:
+// `test "$(git ... rev-parse ...)" = "${EFS_UTILS_COMMIT}"`, either way round.
+func findCommitCheck(t *testing.T, cmds []command) command {
+	t.Helper()
+	for _, cmd := range cmds {
+		argv := cmd.program("test")
+		if argv == nil {
+			argv = cmd.program("[")
+		}
+		if len(argv) < 4 || argv[2] != "=" && argv[2] != "==" {
+			continue
+		}
+		for _, pair := range [][2]string{{argv[1], argv[3]}, {argv[3], argv[1]}} {
+			revParse, pin := pair[0], pair[1]
+			if pin == commitArg && strings.HasPrefix(revParse, "$(git ") && strings.Contains(revParse, " rev-parse ") {
+				return cmd
+			}
+		}
+	}
+	t.Fatalf("%s: stage %s never compares `git rev-parse` of the fetched commit with %s (test \"$(git rev-parse ...)\" = \"%s\")", baseContainerfile, fetchStage, commitArg, commitArg)
+	return command{}
+}
+
+// Git subcommands that only set up the repository and fetch into it: they read and write nothing
+// of the fetched tree, so they may run before the commit is checked.
+var gitBeforeCheck = []string{"init", "config", "remote", "fetch"}
+
+func TestCommitIsVerifiedBeforeTheSourcesAreUsed(t *testing.T) {
 	c := parseContainerfile(t, baseContainerfile)
 	cmds := c.stage(t, fetchStage).commands(t)
-	download, archive := findDownload(t, cmds)
-	verify := findVerification(t, cmds, archive)
+	fetch := findFetch(t, cmds)
+	verify := findCommitCheck(t, cmds)
 	tests := []struct {
 		name  string
 		check func() error
 	}{
-		{"the check follows the download", func() error {
-			if verify.index < download.index {
-				return fmt.Errorf("%s: sha256sum runs before the download", verify.pos())
+		{"the check follows the fetch", func() error {
+			if verify.index < fetch.index {
+				return fmt.Errorf("%s: the commit is compared before the fetch", verify.pos())
+			}
+			return nil
+		}},
+		{"the check reads the fetched commit", func() error {
+			if !strings.Contains(verify.text, "HEAD") { // FETCH_HEAD, or HEAD after a checkout
+				return fmt.Errorf("%s: the comparison does not rev-parse FETCH_HEAD or HEAD: %s", verify.pos(), verify.text)
 			}
 			return nil
 		}},
 		{"a failed check stops the build", func() error {
 			// After ; or || the next command would run anyway; at the end of a RUN the step fails.
 			if verify.next != "&&" && verify.next != "" {
-				return fmt.Errorf("%s: the command after sha256sum is joined by %q, so it runs even when the check fails", verify.pos(), verify.next)
+				return fmt.Errorf("%s: the command after the commit check is joined by %q, so it runs even when the check fails", verify.pos(), verify.next)
 			}
 			return nil
 		}},
-		{"nothing reads the archive or writes the image's files before the check", func() error {
+		{"nothing checks out, reads the sources or writes the image's files before the check", func() error {
 			var errs []string
 			for _, cmd := range cmds[:verify.index] {
-				if cmd.index != download.index && (strings.Contains(cmd.text, archive) || strings.Contains(cmd.text, stagingRoot+"/")) {
-					errs = append(errs, fmt.Sprintf("%s: %q runs before the checksum is verified", cmd.pos(), cmd.text))
+				sub, _ := gitSubcommand(cmd.program("git"))
+				switch {
+				case sub != "" && !slices.Contains(gitBeforeCheck, sub):
+					errs = append(errs, fmt.Sprintf("%s: git %s runs before the commit is verified: %s", cmd.pos(), sub, cmd.text))
+				case strings.Contains(cmd.text, sourceDir+"/") || strings.Contains(cmd.text, stagingRoot+"/"):
+					errs = append(errs, fmt.Sprintf("%s: %q runs before the commit is verified", cmd.pos(), cmd.text))
 				}
 			}
 			if errs != nil {
@@ -195,21 +230,35 @@ func TestChecksumIsVerifiedBeforeTheArchiveIsUsed(t *testing.T) {
 			}
 			return nil
 		}},
-		{"an empty checksum fails with a message", func() error {
-			for _, cmd := range cmds[:download.index] {
-				if argv := cmd.program("test"); slices.Equal(argv, []string{"test", "-n", "${EFS_UTILS_SHA256}"}) && cmd.next == "||" {
+		{"an empty commit fails with a message", func() error {
+			for _, cmd := range cmds[:fetch.index] {
+				if argv := cmd.program("test"); slices.Equal(argv, []string{"test", "-n", commitArg}) && cmd.next == "||" {
 					return nil
 				}
 			}
-			return fmt.Errorf("%s: no `test -n \"${EFS_UTILS_SHA256}\" || ...` before the download", download.pos())
+			return fmt.Errorf("%s: no `test -n \"%s\" || ...` before the fetch", fetch.pos(), commitArg)
 		}},
-		{"no ADD fetches or unpacks anything unverified", func() error {
+		{"nothing downloads the sources by another way", func() error {
+			var errs []string
+			for _, cmd := range cmds {
+				for _, tool := range []string{"curl", "wget"} {
+					if cmd.program(tool) != nil {
+						errs = append(errs, fmt.Sprintf("%s: %s bypasses the commit pin: %s", cmd.pos(), tool, cmd.text))
+					}
+				}
+				if sub, _ := gitSubcommand(cmd.program("git")); sub == "clone" || sub == "pull" {
+					errs = append(errs, fmt.Sprintf("%s: git %s fetches by name, not by the pinned commit: %s", cmd.pos(), sub, cmd.text))
+				}
+			}
 			for _, s := range c.stages {
 				for _, in := range s.instrs {
 					if in.cmd == "add" {
-						return fmt.Errorf("%s: ADD %s bypasses the checksum", in.pos(), strings.Join(in.args, " "))
+						errs = append(errs, fmt.Sprintf("%s: ADD %s bypasses the commit pin", in.pos(), strings.Join(in.args, " ")))
 					}
 				}
+			}
+			if errs != nil {
+				return fmt.Errorf("%s", strings.Join(errs, "\n"))
 			}
 			return nil
 		}},
@@ -269,18 +318,17 @@ func TestRuntimePackagesAreInstalled(t *testing.T) {
 func TestFilesLandAtTheirPaths(t *testing.T) {
 	c := parseContainerfile(t, baseContainerfile)
 	cmds := c.stage(t, fetchStage).commands(t)
-	_, archive := findDownload(t, cmds)
-	verify := findVerification(t, cmds, archive)
+	verify := findCommitCheck(t, cmds)
 	final := c.final()
 	for _, f := range efsUtilsFiles {
 		t.Run(f.dest, func(t *testing.T) {
 			staged := stagingRoot + f.dest
-			want := []string{"install", "-D", "-m", f.mode, "efs-utils/" + f.src, staged}
+			want := []string{"install", "-D", "-m", f.mode, sourceDir + "/" + f.src, staged}
 			i := slices.IndexFunc(cmds, func(cmd command) bool { return slices.Equal(cmd.program("install"), want) })
 			if i < 0 {
 				t.Errorf("%s: stage %s never runs %q", c.stage(t, fetchStage).from.pos(), fetchStage, strings.Join(want, " "))
 			} else if i < verify.index {
-				t.Errorf("%s: %s is staged before the checksum is verified", cmds[i].pos(), f.dest)
+				t.Errorf("%s: %s is staged before the commit is verified", cmds[i].pos(), f.dest)
 			}
 			copied := slices.ContainsFunc(final.instrs, func(in instruction) bool {
 				from, _ := in.flag("from")
@@ -308,7 +356,7 @@ var buildTools = []string{
 }
 
 var buildPackages = []string{
-	"curl", "wget", "tar", "gzip", "unzip", "git", "make", "gcc", "gcc-c++", "rpm-build",
+	"curl", "wget", "tar", "gzip", "unzip", "git", "git-core", "make", "gcc", "gcc-c++", "rpm-build",
 	"python3-pip", "cargo", "rust", "golang",
 }
 

@@ -29,7 +29,7 @@ type defaultEntry struct {
 }
 
 // The keys the build args are recorded under; the script and the Containerfile use the same names.
-var defaultKeys = []string{"BASE_IMAGE", "BUILDER_IMAGE", "EFS_UTILS_VERSION", "EFS_UTILS_SHA256"}
+var defaultKeys = []string{"BASE_IMAGE", "BUILDER_IMAGE", "EFS_UTILS_VERSION", "EFS_UTILS_COMMIT"}
 
 var defaultLine = regexp.MustCompile(`^([A-Z][A-Z0-9_]*)=(\S*)$`)
 

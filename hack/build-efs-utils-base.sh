@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Builds the efs-utils base image of the EFS CSI driver (efs-utils-base/Containerfile) with podman,
 # or buildah when podman is missing. The build args default to efs-utils-base/efs-utils.env;
-# BASE_IMAGE, BUILDER_IMAGE, EFS_UTILS_VERSION and EFS_UTILS_SHA256 in the environment override
+# BASE_IMAGE, BUILDER_IMAGE, EFS_UTILS_VERSION and EFS_UTILS_COMMIT in the environment override
 # them, and IMAGE overrides the tag (localhost/csi-olm/efs-utils-base:<efs-utils version>).
 set -euo pipefail
 
 dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/../efs-utils-base" && pwd)"
-args=(BASE_IMAGE BUILDER_IMAGE EFS_UTILS_VERSION EFS_UTILS_SHA256)
+args=(BASE_IMAGE BUILDER_IMAGE EFS_UTILS_VERSION EFS_UTILS_COMMIT)
 
-# A checksum belongs to one version: never pair an overridden version with the default checksum.
-if [[ -n "${EFS_UTILS_VERSION:-}" && -z "${EFS_UTILS_SHA256:-}" ]]; then
-	echo "build-efs-utils-base: EFS_UTILS_VERSION=${EFS_UTILS_VERSION} needs its EFS_UTILS_SHA256 too" >&2
+# A commit belongs to one version: never pair an overridden version with the default commit.
+if [[ -n "${EFS_UTILS_VERSION:-}" && -z "${EFS_UTILS_COMMIT:-}" ]]; then
+	echo "build-efs-utils-base: EFS_UTILS_VERSION=${EFS_UTILS_VERSION} needs the commit of its tag in EFS_UTILS_COMMIT too" >&2
 	exit 1
 fi
 

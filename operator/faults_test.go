@@ -20,6 +20,8 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
+	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -300,7 +302,7 @@ func (h *harness) operandsGone(ctx context.Context) error {
 // uninstall completing and the CR deleted. After each phase everything must converge: no PV or
 // PVC orphaned, duplicated or bound to another SharedVolume's, no SharedVolume stuck deleting,
 // every operand present once (or gone after the uninstall). A watch checks all along that the
-// driver is never deleted while an EFS volume exists.
+// driver is never deleted while a pod uses an EFS volume.
 func TestOperatorKillCampaign(t *testing.T) {
 	seed := chaosSeed(t)
 	bin := buildOperator(t)
@@ -345,7 +347,15 @@ func TestOperatorKillCampaign(t *testing.T) {
 	must(t, c.killWhile("create a burst", 5, 3*time.Second, func() error { return createBurst(ctx, h.c, svs, &created) }))
 	took["create"] = c.converge(ctx, fmt.Sprintf("%d SharedVolumes Ready", burstSize), volumesConverged(h.c, burstSize))
 
-	must(t, c.killWhile("state changes with volumes", 4, 2*time.Second, func() error {
+	// A pod in each namespace uses the first SharedVolume there: pods using volumes, not the
+	// volumes, hold an uninstall back.
+	var users []*corev1.Pod
+	for _, sv := range svs[:burstNamespaces] {
+		pod := fixture.PodUsing(sv.Namespace, "user-of-"+sv.Name, volumes.PVCName(sv))
+		must(t, h.c.Create(ctx, pod))
+		users = append(users, pod)
+	}
+	must(t, c.killWhile("state changes with volumes in use", 4, 2*time.Second, func() error {
 		for _, state := range []operatorv1.ManagementState{operatorv1.Unmanaged, operatorv1.Managed, operatorv1.Removed} {
 			if err := h.patchState(ctx, state); err != nil {
 				return err
@@ -354,7 +364,7 @@ func TestOperatorKillCampaign(t *testing.T) {
 		}
 		return nil
 	}))
-	took["blocked uninstall"] = c.converge(ctx, "the uninstall blocked by the volumes", func(ctx context.Context) error {
+	took["blocked uninstall"] = c.converge(ctx, "the uninstall blocked by the pods", func(ctx context.Context) error {
 		if err := h.conditionWith("AWSEFSDriverUninstallDegraded", operatorv1.ConditionTrue, "VolumesInUse")(ctx); err != nil {
 			return err
 		}
@@ -364,7 +374,14 @@ func TestOperatorKillCampaign(t *testing.T) {
 		return volumesConverged(h.c, burstSize)(ctx)
 	})
 
-	must(t, c.killWhile("delete the burst", 5, 3*time.Second, func() error { return deleteBurst(ctx, h.c, svs) }))
+	must(t, c.killWhile("stop the pods and delete the burst", 5, 3*time.Second, func() error {
+		for _, pod := range users {
+			if err := persist(ctx, func(ctx context.Context) error { return deletePodNow(ctx, h.c, pod.Namespace, pod.Name) }); err != nil {
+				return err
+			}
+		}
+		return deleteBurst(ctx, h.c, svs)
+	}))
 	took["delete"] = c.converge(ctx, "every SharedVolume and its volumes gone", volumesConverged(h.c, 0))
 
 	must(t, c.killWhile("uninstall", 2, 5*time.Second, func() error { return nil }))

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/events"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -16,21 +15,21 @@ import (
 	"github.com/csi-olm/csi-olm/operator/assets"
 )
 
-// TestTheFenceReadsWhatTheOperatorWrites: the policy's CEL names the driver, and the condition
-// and reason the uninstall controller reports during a removal, as string literals. A renamed
-// constant must fail here, not leave the fence open during a removal.
+// TestTheFenceReadsWhatTheOperatorWrites: the policy's CEL names the driver and the ConfigMap key
+// of its message, and words its refusals as the probe recognises them, all as string literals. A
+// renamed constant must fail here, not leave a removal waiting for a proof it cannot read.
 func TestTheFenceReadsWhatTheOperatorWrites(t *testing.T) {
 	raw, err := assets.For("ns")(assets.RemovalFenceFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{efs.DriverName, uninstallControllerName + operatorv1.OperatorStatusTypeProgressing, reasonRemoving} {
-		if !strings.Contains(string(raw), "'"+want+"'") {
-			t.Errorf("%s does not name %q", assets.RemovalFenceFile, want)
+	for _, want := range []string{"'" + efs.DriverName + "'", "'" + fenceMessageKey + "'", strings.TrimSuffix(fenceRevision(""), ")") + "' + params.metadata.resourceVersion + ')'"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("%s does not hold %s", assets.RemovalFenceFile, want)
 		}
 	}
-	// The names the CSV's RBAC and the refusals rely on, and the CR the binding reads.
-	if _, err := newRemovalFence(nil, assets.For("ns")); err != nil {
+	// The names the CSV's RBAC and the refusals rely on, and the ConfigMap the binding reads.
+	if _, err := newRemovalFence(nil, "ns", nil, assets.For("ns")); err != nil {
 		t.Error(err)
 	}
 }
@@ -43,15 +42,15 @@ func TestNoFenceOnAClusterWithoutAdmissionPolicies(t *testing.T) {
 	kube.Resources = []*metav1.APIResourceList{{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{
 		{Name: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration"},
 	}}}
-	f, err := newRemovalFence(kube, assets.For("ns"))
+	f, err := newRemovalFence(kube, "ns", nil, assets.For("ns"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	recorder := events.NewInMemoryRecorder("test", clock.RealClock{})
 	for range 2 {
-		fenced, err := f.ensure(context.Background(), recorder)
+		fenced, err := f.raise(context.Background(), recorder, map[string][]string{"app": {"data"}}, "removing")
 		if fenced || err != nil {
-			t.Fatalf("ensure = %v, %v; want no fence and no error", fenced, err)
+			t.Fatalf("raise = %v, %v; want no fence and no error", fenced, err)
 		}
 	}
 	var warnings []string

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/openshift/library-go/pkg/operator/csi/csiconfigobservercontroller"
@@ -22,9 +21,9 @@ import (
 // apply their manifests as soon as it is Managed. Two decisions come first here:
 //   - adoption: until the community driver's objects are prepared to be taken over in place
 //     (see adoption.go), the controllers see Unmanaged and touch nothing;
-//   - uninstall: until no EFS PersistentVolume is left (see uninstall.go), a Removed or deleted
-//     CR is shown to them as Managed and not deleted, so the driver keeps serving its volumes;
-//     after that, a deleted CR is shown as Removed;
+//   - removal: until the lifecycle (lifecycle.go) reaches a phase that removes the driver, a
+//     Removed or deleted CR is shown to them as Managed and not deleted, so the driver keeps
+//     serving the volumes pods use; after that, a deleted CR is shown as Removed;
 //   - TLS profile: until the config observer has recorded the cluster's TLS profile in the CR's
 //     observedConfig, a Managed CR is shown as Unmanaged. library-go fills the controller's
 //     ${TLS_CIPHER_SUITES} and ${TLS_MIN_VERSION} from observedConfig and leaves them as they are
@@ -43,28 +42,6 @@ type gate struct {
 	mu       sync.Mutex
 	informer cache.SharedIndexInformer
 	handlers []cache.ResourceEventHandler
-
-	// countVolumes counts the PersistentVolumes of the EFS driver.
-	countVolumes func(context.Context) (int, error)
-}
-
-// removing reports whether the operand controllers may see a Removed CR now. The uninstall
-// controller allowed removal after its last count of volumes, which may be a second old, and
-// library-go's controllers delete the node DaemonSet and the controller Deployment whenever
-// they next see Removed. So volumes are counted again at that moment: while one exists (or the
-// count fails) they see Managed, and put back what was removed. The uninstall controller's next
-// round, within a second, stops the removal and says so.
-func (g *gate) removing() bool {
-	if !g.removalAllowed.Load() {
-		return false
-	}
-	if g.countVolumes == nil {
-		return true
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n, err := g.countVolumes(ctx)
-	return err == nil && n == 0
 }
 
 func (g *gate) setAdopted(v bool) {
@@ -126,7 +103,7 @@ func (c *gatedClient) view(spec *operatorv1.OperatorSpec) *operatorv1.OperatorSp
 	deleting := err == nil && meta.DeletionTimestamp != nil
 	if state == operatorv1.Removed || deleting {
 		switch {
-		case c.gate.removing():
+		case c.gate.removalAllowed.Load():
 			// Once removal is allowed, a deleted CR is a Removed one: library-go's operand
 			// controllers would otherwise re-apply their objects until the CR is gone.
 			state = operatorv1.Removed

@@ -43,8 +43,8 @@ const (
 )
 
 // driverWatch watches the driver's objects through a whole test and records each deletion that
-// began while a PersistentVolume of the driver existed. It judges a deletion at the very
-// revision it happened: the PersistentVolumes are listed at exactly that resourceVersion.
+// began while a pod used a volume of the driver. It judges a deletion at the very revision it
+// happened: the PersistentVolumes and pods are listed at exactly that resourceVersion.
 type driverWatch struct {
 	kube kubernetes.Interface
 
@@ -106,24 +106,24 @@ func (w *driverWatch) follow(ctx context.Context, what string, rw *watchtools.Re
 	}
 }
 
-// judge checks that no PersistentVolume of the driver existed at revision rv.
+// judge checks that no pod used a PersistentVolume of the driver at revision rv: no pod that has
+// not finished used a claim an EFS volume is bound to.
 func (w *driverWatch) judge(ctx context.Context, what, rv string) {
 	var problem string
-	pvs, err := w.kube.CoreV1().PersistentVolumes().List(ctx, metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+	exact := metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}
+	pvs, err := w.kube.CoreV1().PersistentVolumes().List(ctx, exact)
+	var pods *corev1.PodList
+	if err == nil {
+		pods, err = w.kube.CoreV1().Pods("").List(ctx, exact)
+	}
 	switch {
 	case ctx.Err() != nil:
 		return
 	case err != nil:
-		problem = fmt.Sprintf("%s deleted at revision %s, and the PersistentVolumes of that revision cannot be read: %v", what, rv, err)
+		problem = fmt.Sprintf("%s deleted at revision %s, and the volumes and pods of that revision cannot be read: %v", what, rv, err)
 	default:
-		var inUse []string
-		for _, pv := range pvs.Items {
-			if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == efs.DriverName {
-				inUse = append(inUse, pv.Name)
-			}
-		}
-		if len(inUse) > 0 {
-			problem = fmt.Sprintf("%s deleted at revision %s while PersistentVolumes %v of %s existed", what, rv, inUse, efs.DriverName)
+		if inUse := podsUsingEFS(pvs.Items, pods.Items); len(inUse) > 0 {
+			problem = fmt.Sprintf("%s deleted at revision %s while pods used volumes of %s: %v", what, rv, efs.DriverName, inUse)
 		}
 	}
 	w.mu.Lock()
@@ -132,6 +132,31 @@ func (w *driverWatch) judge(ctx context.Context, what, rv string) {
 	if problem != "" {
 		w.violations = append(w.violations, problem)
 	}
+}
+
+// podsUsingEFS names the pods that have not finished and use a claim bound to an EFS volume.
+func podsUsingEFS(pvs []corev1.PersistentVolume, pods []corev1.Pod) []string {
+	efsClaims := map[string]string{}
+	for _, pv := range pvs {
+		if pv.Spec.CSI != nil && pv.Spec.CSI.Driver == efs.DriverName && pv.Spec.ClaimRef != nil {
+			efsClaims[pv.Spec.ClaimRef.Namespace+"/"+pv.Spec.ClaimRef.Name] = pv.Name
+		}
+	}
+	var using []string
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			if pv, ok := efsClaims[pod.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]; ok {
+				using = append(using, fmt.Sprintf("pod %s/%s on %s", pod.Namespace, pod.Name, pv))
+			}
+		}
+	}
+	return using
 }
 
 // state returns the violations so far and how many deletions were judged.
@@ -171,12 +196,13 @@ func chaosConfig(t *testing.T) (seed uint64, steps int) {
 }
 
 // TestDriverNeverDeletedUnderAVolume is a property test of the operator's central promise: the
-// driver (CSIDriver, node DaemonSet, controller Deployment) is never deleted while a
-// PersistentVolume of efs.csi.aws.com exists. Seeded random interleavings of PV creates and
-// deletes, management-state changes, CR deletes and recreates, and SIGKILLs of the operator
-// process run while a watch judges every deletion of the driver at the revision it happened.
-// The first violation fails the test with the steps that led to it; at the end the operator must
-// converge, installing the driver under Managed and uninstalling it once no volume is left.
+// driver (CSIDriver, node DaemonSet, controller Deployment) is never deleted while a pod uses a
+// PersistentVolume of efs.csi.aws.com. Seeded random interleavings of PV creates and deletes, pods
+// that start and stop using them, management-state changes, CR deletes and recreates, and SIGKILLs
+// of the operator process run while a watch judges every deletion of the driver at the revision
+// it happened. The first violation fails the test with the steps that led to it; at the end the
+// operator must converge, installing the driver under Managed and uninstalling it once no pod
+// uses a volume, with the volumes still there.
 func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 	seed, steps := chaosConfig(t)
 	bin := buildOperator(t)
@@ -190,8 +216,8 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 	operatorProc := h.startOperatorAsAdmin(bin)
 	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
 	var log []string
-	var pvs []string
-	pvSeq, kills, refused := 0, 0, 0
+	var pvs, pods []string
+	pvSeq, podSeq, kills, refused := 0, 0, 0, 0
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf("%s\nafter %d steps (seed %d):\n  %s\noperator log:\n%s", fmt.Sprintf(format, args...), len(log), seed, strings.Join(log, "\n  "), tail(operatorProc.output(), 40))
@@ -205,11 +231,14 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 		_, err := h.cr(ctx)
 		return err == nil
 	}
+	// Each volume is pre-bound to a claim of its own name in appNS, which pods use.
+	const appNS = "app"
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
 	all := []step{
 		{"create a PV", 2, func() (string, error) {
 			pvSeq++
 			name := fmt.Sprintf("chaos-pv-%d", pvSeq)
-			err := h.c.Create(ctx, fixture.EFSPV(name))
+			err := h.c.Create(ctx, fixture.ClaimedEFSPV(name, appNS, name))
 			if operator.RefusedByRemovalFence(err) {
 				refused++
 				return name + " refused by the removal fence", nil
@@ -217,7 +246,7 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 			pvs = append(pvs, name)
 			return name, err
 		}},
-		{"delete a PV", 4, func() (string, error) {
+		{"delete a PV", 2, func() (string, error) {
 			if len(pvs) == 0 {
 				return "none to delete", nil
 			}
@@ -225,6 +254,29 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 			name := pvs[i]
 			pvs = slices.Delete(pvs, i, i+1)
 			return name, client.IgnoreNotFound(h.c.Delete(ctx, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+		}},
+		{"start a pod on a volume", 3, func() (string, error) {
+			if len(pvs) == 0 {
+				return "no volume to use", nil
+			}
+			podSeq++
+			name, claim := fmt.Sprintf("chaos-pod-%d", podSeq), pvs[rng.IntN(len(pvs))]
+			err := h.c.Create(ctx, fixture.PodUsing(appNS, name, claim))
+			if operator.RefusedByRemovalFence(err) {
+				refused++
+				return name + " on " + claim + " refused by the removal fence", nil
+			}
+			pods = append(pods, name)
+			return name + " on " + claim, err
+		}},
+		{"stop a pod", 3, func() (string, error) {
+			if len(pods) == 0 {
+				return "none to stop", nil
+			}
+			i := rng.IntN(len(pods))
+			name := pods[i]
+			pods = slices.Delete(pods, i, i+1)
+			return name, deletePodNow(ctx, h.c, appNS, name)
 		}},
 		{"set the management state", 4, func() (string, error) {
 			state := []operatorv1.ManagementState{operatorv1.Managed, operatorv1.Unmanaged, operatorv1.Removed}[rng.IntN(3)]
@@ -244,8 +296,8 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 			}
 			return "", client.IgnoreNotFound(h.c.Delete(ctx, cr))
 		}},
-		// The operator looks at volumes again 10 s after it found some: an uninstall needs a
-		// quiet spell without volumes.
+		// The operator looks at pods again 10 s after it found some in use: an uninstall needs a
+		// quiet spell without them.
 		{"let the operator work", 3, func() (string, error) {
 			d := time.Duration(2+rng.IntN(11)) * time.Second
 			time.Sleep(d)
@@ -292,12 +344,12 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 		fail("the operator never deleted the driver during the run: it proves nothing")
 	}
 
-	// Convergence, with the volumes gone: a CR being deleted finishes, Managed installs the
-	// driver, and deleting the CR removes it.
+	// Convergence, with no pod on the volumes: a CR being deleted finishes, Managed installs the
+	// driver, and deleting the CR removes it while the volumes stay.
 	converge, stop := context.WithTimeout(ctx, 3*time.Minute)
 	defer stop()
-	for _, name := range pvs {
-		must(t, client.IgnoreNotFound(h.c.Delete(converge, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: name}})))
+	for _, name := range pods {
+		must(t, deletePodNow(converge, h.c, appNS, name))
 	}
 	must(t, eventually(converge, "the CR gone or not being deleted", func(ctx context.Context) error {
 		if cr, err := h.cr(ctx); err == nil && cr.DeletionTimestamp != nil {
@@ -318,21 +370,29 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 	cr, err := h.cr(converge)
 	must(t, err)
 	must(t, h.c.Delete(converge, cr))
-	must(t, eventually(converge, "the CR gone after its volumes", h.gone(cr)))
+	must(t, eventually(converge, "the CR gone once no pod uses a volume", h.gone(cr)))
 	if err := eventually(converge, "the driver removed", h.operandsGone); err != nil {
 		fail("%v", err)
+	}
+	for _, name := range pvs {
+		if err := h.c.Get(converge, client.ObjectKey{Name: name}, &corev1.PersistentVolume{}); err != nil {
+			fail("volume %s, which no pod used, after the uninstall: %v", name, err)
+		}
 	}
 	if violations, _ := dw.state(); len(violations) > 0 {
 		fail("the driver was deleted under a volume: %s", violations[0])
 	}
 }
 
-// proveTheWatchCatches deletes a hand-made DaemonSet while a PV exists, before the operator
-// runs, and expects the watch to report it: a watch that cannot fail would prove nothing.
+// proveTheWatchCatches deletes a hand-made DaemonSet while a pod uses an EFS volume, before the
+// operator runs, and expects the watch to report it: a watch that cannot fail would prove nothing.
 func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driverWatch) {
 	t.Helper()
-	pv := fixture.EFSPV("watch-self-test")
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "watch-self-test"}}))
+	pv := fixture.ClaimedEFSPV("watch-self-test", "watch-self-test", "data")
+	pod := fixture.PodUsing("watch-self-test", "app", "data")
 	must(t, h.c.Create(ctx, pv))
+	must(t, h.c.Create(ctx, pod))
 	labels := map[string]string{"app": "self-test"}
 	ds := &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet},
@@ -352,6 +412,7 @@ func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driv
 		}
 		return nil
 	}))
+	must(t, deletePodNow(ctx, h.c, pod.Namespace, pod.Name))
 	must(t, h.c.Delete(ctx, pv))
 	must(t, eventually(ctx, "the self-test PV gone", h.gone(pv)))
 	w.mu.Lock()
@@ -359,13 +420,19 @@ func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driv
 	w.mu.Unlock()
 }
 
+// deletePodNow deletes a pod without a grace period: pods no node runs have nothing to wait for.
+func deletePodNow(ctx context.Context, c client.Client, namespace, name string) error {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	return client.IgnoreNotFound(c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
+}
+
 // TestVolumesRacingARemovalNeverLoseTheDriver aims at the gap the property test found: a volume
-// created in the moment between the operator's last count of volumes and its deletes. While the
-// driver is set Removed, two writers create and delete EFS PersistentVolumes, with quiet spells
-// of up to 100 ms, and the watch judges every deletion of the driver at its revision. The removal
-// fence must refuse the writers before the last count, so the removal completes, no deletion
-// finds a volume, and some creates are refused (else the race was not run). With the fence
-// switched off by hand it fails in the first round.
+// put to use in the moment between the operator's last look and its deletes. While the driver is
+// set Removed, two writers start and stop pods on an EFS volume nobody else uses, with quiet
+// spells of up to 100 ms, and the watch judges every deletion of the driver at its revision. The
+// removal fence must refuse the writers before the last look, so the removal completes, no
+// deletion finds a pod on a volume, and some starts are refused (else the race was not run).
+// With the fence switched off by hand it fails in the first round.
 func TestVolumesRacingARemovalNeverLoseTheDriver(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
@@ -375,6 +442,9 @@ func TestVolumesRacingARemovalNeverLoseTheDriver(t *testing.T) {
 	proveTheWatchCatches(ctx, t, h, dw)
 	h.runOperator()
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	const appNS = "race"
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: appNS}}))
+	must(t, h.c.Create(ctx, fixture.ClaimedEFSPV("race-volume", appNS, "data")))
 
 	const rounds, writers = 3, 2
 	var created, refused atomic.Int64
@@ -388,18 +458,18 @@ func TestVolumesRacingARemovalNeverLoseTheDriver(t *testing.T) {
 		for w := range writers {
 			wg.Go(func() {
 				for i := 0; racing.Err() == nil; i++ {
-					pv := fixture.EFSPV(fmt.Sprintf("race-%d-%d-%d", round, w, i))
-					switch err := h.c.Create(racing, pv); {
+					pod := fixture.PodUsing(appNS, fmt.Sprintf("race-%d-%d-%d", round, w, i), "data")
+					switch err := h.c.Create(racing, pod); {
 					case err == nil:
 						created.Add(1)
-						_ = h.c.Delete(racing, pv)
+						_ = deletePodNow(racing, h.c, appNS, pod.Name)
 					case operator.RefusedByRemovalFence(err):
 						refused.Add(1)
 					case racing.Err() == nil:
-						t.Errorf("round %d: creating PV %s: %v", round, pv.Name, err)
+						t.Errorf("round %d: creating pod %s: %v", round, pod.Name, err)
 					}
-					// Quiet spells of up to 100 ms let a count find no volume now and then,
-					// as it must for the removal to go on.
+					// Quiet spells of up to 100 ms let a look find no pod now and then, as it
+					// must for the removal to go on.
 					time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
 				}
 			})
@@ -412,11 +482,11 @@ func TestVolumesRacingARemovalNeverLoseTheDriver(t *testing.T) {
 		wg.Wait()
 		must(t, err)
 		if violations, _ := dw.state(); len(violations) > 0 {
-			t.Fatalf("round %d: the driver was deleted under a volume: %s", round, violations[0])
+			t.Fatalf("round %d: the driver was deleted under a volume in use: %s", round, violations[0])
 		}
 	}
 	violations, deletions := dw.state()
-	t.Logf("%d rounds: %d PVs created and deleted, %d refused by the removal fence, %d deletions of a driver object judged, %d violations",
+	t.Logf("%d rounds: %d pods started and stopped, %d refused by the removal fence, %d deletions of a driver object judged, %d violations",
 		rounds, created.Load(), refused.Load(), deletions, len(violations))
 	if refused.Load() == 0 || created.Load() == 0 || deletions == 0 {
 		t.Fatalf("the writers never raced a removal (%d created, %d refused, %d deletions judged): the test proved nothing", created.Load(), refused.Load(), deletions)

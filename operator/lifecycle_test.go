@@ -152,49 +152,75 @@ func TestRemovedRemovesTheDriver(t *testing.T) {
 	must(t, eventually(ctx, "the driver back", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-node"}})))
 }
 
-// TestRemovalFenceRefusesNewVolumes: while the CR is Removed or being deleted, the API server
-// refuses new EFS PersistentVolumes with a message that says why and what to do, whether or not
-// volumes block the removal; other drivers' volumes are admitted, and Managed admits EFS volumes
-// again. The property test TestDriverNeverDeletedUnderAVolume found the driver deleted under a
-// volume created in the milliseconds between the operator's last count and its delete.
-func TestRemovalFenceRefusesNewVolumes(t *testing.T) {
+// holdDeployment puts a finalizer of the test's own on the controller Deployment, so that a
+// removal stays under way until release is called.
+func (h *harness) holdDeployment(ctx context.Context, t *testing.T) (release func()) {
+	t.Helper()
+	const holdFinalizer = "test.csi-olm.io/hold"
+	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
+	must(t, h.c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment))
+	patch := client.MergeFrom(deployment.DeepCopy())
+	deployment.Finalizers = append(deployment.Finalizers, holdFinalizer)
+	must(t, h.c.Patch(ctx, deployment, patch))
+	release = func() {
+		var d appsv1.Deployment
+		if h.c.Get(context.Background(), client.ObjectKeyFromObject(deployment), &d) == nil {
+			p := client.MergeFrom(d.DeepCopy())
+			d.Finalizers = slices.DeleteFunc(d.Finalizers, func(f string) bool { return f == holdFinalizer })
+			_ = h.c.Patch(context.Background(), &d, p)
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// volumeInUse creates namespace app (once), an EFS PersistentVolume pre-bound to claim name there,
+// and a pod that uses the claim.
+func (h *harness) volumeInUse(ctx context.Context, t *testing.T, name string) (*corev1.PersistentVolume, *corev1.Pod) {
+	t.Helper()
+	if err := h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	pv, pod := fixture.ClaimedEFSPV(name, "app", name), fixture.PodUsing("app", name+"-user", name)
+	must(t, h.c.Create(ctx, pv))
+	must(t, h.c.Create(ctx, pod))
+	return pv, pod
+}
+
+// TestRemovalFenceRefusesNewUsesOnlyWhileRemoving: while pods hold a removal back, EFS volumes are
+// provisioned as ever (an accidental Removed must not stop every team's provisioning). For the
+// seconds of the removal itself, the API server refuses new EFS PersistentVolumes and new pods on
+// claims bound to EFS volumes, with a message that says why and what to do; other pods and other
+// drivers' volumes are admitted, and Managed admits everything again. The property test
+// TestDriverNeverDeletedUnderAVolume found the driver deleted under a volume put to use in the
+// milliseconds between the operator's last look and its delete.
+func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 	// The full stack: the controller-manager releases the pv-protection finalizer of deleted
 	// volumes.
 	h, ctx := newManaged(t, testbed.Full)
-	refusedWith := func(name, want string) func(context.Context) error {
+	refusedWith := func(obj client.Object, want string) func(context.Context) error {
 		return func(ctx context.Context) error {
-			err := h.c.Create(ctx, fixture.EFSPV(name))
+			err := h.c.Create(ctx, obj.DeepCopyObject().(client.Object))
 			if err == nil {
-				_ = h.c.Delete(ctx, fixture.EFSPV(name))
-				return fmt.Errorf("PV %s admitted", name)
+				_ = h.c.Delete(ctx, obj, client.GracePeriodSeconds(0))
+				return fmt.Errorf("%T %s admitted", obj, obj.GetName())
 			}
 			if !operator.RefusedByRemovalFence(err) || !strings.Contains(err.Error(), want) {
-				return fmt.Errorf("PV %s refused with %v, want the removal fence's refusal saying %q", name, err, want)
+				return fmt.Errorf("%T %s refused with %v, want the removal fence's refusal saying %q", obj, obj.GetName(), err, want)
 			}
 			return nil
 		}
 	}
-	blocking := fixture.EFSPV("blocking")
-	must(t, h.c.Create(ctx, blocking))
+	_, user := h.volumeInUse(ctx, t, "blocking")
 
-	// Blocked by a volume, Removed refuses new ones; other drivers' volumes are not its business.
+	// Blocked by a pod, Removed admits new EFS volumes: a SharedVolume gets Ready.
 	h.setState(ctx, operatorv1.Removed)
 	must(t, eventually(ctx, "the uninstall blocked", h.conditionWith("AWSEFSDriverUninstallDegraded", operatorv1.ConditionTrue, "VolumesInUse")))
-	must(t, eventually(ctx, "a new EFS PV refused while Removed", refusedWith("while-removed", "Set its managementState to Managed")))
-	other := fixture.EFSPV("other-driver")
-	other.Spec.CSI.Driver = "ebs.csi.aws.com"
-	must(t, h.c.Create(ctx, other))
-	// A SharedVolume waits, and says why.
+	must(t, h.c.Create(ctx, fixture.EFSPV("while-in-use")))
 	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
 	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, h.c, svCRD))
-	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
-	sv := &v1alpha1.SharedVolume{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"},
-		Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: "fsap-0123abcd"},
-	}
-	must(t, h.c.Create(ctx, sv))
-	svReady := func(phase v1alpha1.SharedVolumePhase, reason, says string) func(context.Context) error {
+	svReady := func(sv *v1alpha1.SharedVolume, phase v1alpha1.SharedVolumePhase, reason, says string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			if err := h.c.Get(ctx, client.ObjectKeyFromObject(sv), sv); err != nil {
 				return err
@@ -206,61 +232,74 @@ func TestRemovalFenceRefusesNewVolumes(t *testing.T) {
 			return nil
 		}
 	}
-	must(t, eventually(ctx, "the SharedVolume refused", svReady(v1alpha1.SharedVolumePending, svcontroller.ReasonVolumeRefused, efs.RemovalFence)))
+	newSV := func(name, accessPoint string) *v1alpha1.SharedVolume {
+		sv := &v1alpha1.SharedVolume{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name},
+			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: accessPoint},
+		}
+		must(t, h.c.Create(ctx, sv))
+		return sv
+	}
+	early := newSV("early", "fsap-0e")
+	must(t, eventually(ctx, "a SharedVolume Ready while pods hold the removal back", svReady(early, v1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+
+	// The pod stops; the removal runs, held at the controller Deployment.
+	release := h.holdDeployment(ctx, t)
+	must(t, deletePodNow(ctx, h.c, user.Namespace, user.Name))
+	must(t, eventually(ctx, "the removal under way", h.conditionWith("AWSEFSDriverUninstallProgressing", operatorv1.ConditionTrue, "RemovingDriver")))
+	must(t, eventually(ctx, "a new EFS PV refused during the removal", refusedWith(fixture.EFSPV("while-removing"), "set its managementState to Managed")))
+	must(t, eventually(ctx, "a pod on an EFS claim refused during the removal", refusedWith(fixture.PodUsing("app", "late-user", "blocking"), "no new pod may use an EFS volume")))
+	must(t, h.c.Create(ctx, fixture.PodUsing("app", "other-user", "not-efs")))
+	other := fixture.EFSPV("other-driver")
+	other.Spec.CSI.Driver = "ebs.csi.aws.com"
+	must(t, h.c.Create(ctx, other))
+	// A SharedVolume waits, and says why.
+	late := newSV("late", "fsap-1a")
+	must(t, eventually(ctx, "the SharedVolume refused", svReady(late, v1alpha1.SharedVolumePending, svcontroller.ReasonVolumeRefused, efs.RemovalFence)))
 
 	// Managed admits them again.
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "a new EFS PV admitted under Managed", func(ctx context.Context) error {
 		return h.c.Create(ctx, fixture.EFSPV("managed-again"))
 	}))
-	must(t, eventually(ctx, "the SharedVolume Ready", svReady(v1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
-	must(t, h.c.Delete(ctx, sv))
+	must(t, eventually(ctx, "the SharedVolume Ready", svReady(late, v1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+	release()
 
-	// A deleted CR refuses them until it is gone; then there is nothing to refuse on.
+	// A deleted CR refuses them during its removal, and says a deletion cannot be undone; once
+	// it is gone there is nothing to refuse on.
+	must(t, eventually(ctx, "the driver back", h.exists(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}})))
+	release = h.holdDeployment(ctx, t)
 	cr, err := h.cr(ctx)
 	must(t, err)
 	must(t, h.c.Delete(ctx, cr))
-	must(t, eventually(ctx, "a new EFS PV refused while the CR is deleted", refusedWith("while-deleted", "A deletion cannot be undone")))
-	for _, pv := range []*corev1.PersistentVolume{blocking, fixture.EFSPV("managed-again")} {
-		must(t, h.c.Delete(ctx, pv))
-	}
-	must(t, eventually(ctx, "the CR gone after its volumes", h.gone(cr)))
+	must(t, eventually(ctx, "a new EFS PV refused while the CR is deleted", refusedWith(fixture.EFSPV("while-deleted"), "a deletion cannot be undone")))
+	release()
+	must(t, eventually(ctx, "the CR gone, with volumes left that no pod uses", h.gone(cr)))
 	must(t, eventually(ctx, "a new EFS PV admitted once the CR is gone", func(ctx context.Context) error {
 		return h.c.Create(ctx, fixture.EFSPV("after-the-cr"))
 	}))
 }
 
-// TestAVolumeCreatedDuringRemovalStopsIt: a volume that gets in while the driver is being removed
-// stops the removal and brings the driver back. The fence keeps volumes out, so the test takes it
-// down as an admin could; a finalizer of the test's own holds the controller Deployment in
-// deletion, so the removal is still under way when the volume comes. Once the volume is gone,
-// the next removal puts the fence back up. The property test TestDriverNeverDeletedUnderAVolume
-// found the operator checking for volumes only before the first round of a removal.
-func TestAVolumeCreatedDuringRemovalStopsIt(t *testing.T) {
+// TestAVolumeUsedDuringRemovalStopsIt: a pod that gets onto an EFS volume while the driver is
+// being removed stops the removal and brings the driver back. The fence keeps such pods out, so
+// the test takes it down as an admin could; a finalizer of the test's own holds the controller
+// Deployment in deletion, so the removal is still under way when the pod comes. Once the pod is
+// gone, the next removal puts the fence back up. The property test
+// TestDriverNeverDeletedUnderAVolume found the operator checking only before the first round of
+// a removal.
+func TestAVolumeUsedDuringRemovalStopsIt(t *testing.T) {
 	h, ctx := newManaged(t, testbed.Full)
-	const holdFinalizer = "test.csi-olm.io/hold"
-	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
-	must(t, h.c.Get(ctx, client.ObjectKeyFromObject(deployment), deployment))
-	patch := client.MergeFrom(deployment.DeepCopy())
-	deployment.Finalizers = append(deployment.Finalizers, holdFinalizer)
-	must(t, h.c.Patch(ctx, deployment, patch))
-	release := func() {
-		var d appsv1.Deployment
-		if h.c.Get(context.Background(), client.ObjectKeyFromObject(deployment), &d) == nil {
-			p := client.MergeFrom(d.DeepCopy())
-			d.Finalizers = slices.DeleteFunc(d.Finalizers, func(f string) bool { return f == holdFinalizer })
-			_ = h.c.Patch(context.Background(), &d, p)
-		}
-	}
-	t.Cleanup(release)
+	release := h.holdDeployment(ctx, t)
+	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
+	must(t, h.c.Create(ctx, fixture.ClaimedEFSPV("pv-during-removal", "app", "data")))
 
 	h.setState(ctx, operatorv1.Removed)
 	node := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}}
-	must(t, eventually(ctx, "the removal to begin", h.gone(node)))
+	must(t, eventually(ctx, "the removal to begin, the volume no pod uses notwithstanding", h.gone(node)))
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: efs.RemovalFence}}
 	must(t, h.c.Delete(ctx, binding))
-	pv := fixture.EFSPV("pv-during-removal")
-	must(t, eventually(ctx, "a PV admitted without the fence", func(ctx context.Context) error { return h.c.Create(ctx, pv) }))
+	pod := fixture.PodUsing("app", "late", "data")
+	must(t, eventually(ctx, "a pod admitted without the fence", func(ctx context.Context) error { return h.c.Create(ctx, pod) }))
 
 	must(t, eventually(ctx, "the node DaemonSet back", h.exists(node)))
 	must(t, eventually(ctx, "the removal reported stopped", func(ctx context.Context) error {
@@ -270,14 +309,14 @@ func TestAVolumeCreatedDuringRemovalStopsIt(t *testing.T) {
 		}
 		for _, c := range cr.Status.Conditions {
 			if c.Type == "AWSEFSDriverUninstallDegraded" && c.Reason == "VolumesInUse" && strings.Contains(c.Message, "removal stopped and the driver restored") &&
-				strings.Contains(c.Message, "pv-during-removal") {
+				strings.Contains(c.Message, "pod app/late uses claim data of PersistentVolume pv-during-removal") {
 				return nil
 			}
 		}
 		return fmt.Errorf("conditions %+v", cr.Status.Conditions)
 	}))
 
-	must(t, h.c.Delete(ctx, pv))
+	must(t, deletePodNow(ctx, h.c, pod.Namespace, pod.Name))
 	release()
 	must(t, eventually(ctx, "the fence back up", h.exists(binding)))
 	for _, obj := range operands() {
@@ -285,16 +324,19 @@ func TestAVolumeCreatedDuringRemovalStopsIt(t *testing.T) {
 	}
 }
 
-// TestUninstallWaitsForVolumes runs on the full stack: the controller-manager releases the
-// pv-protection finalizer of deleted volumes.
-func TestUninstallWaitsForVolumes(t *testing.T) {
+// TestUninstallWaitsForVolumesInUse runs on the full stack: the controller-manager releases the
+// pv-protection finalizer of deleted volumes. Volumes no pod uses do not hold the uninstall back;
+// the pods that use volumes do, and the condition and an event name them.
+func TestUninstallWaitsForVolumesInUse(t *testing.T) {
 	h, ctx := newManaged(t, testbed.Full)
-	var pvs []*corev1.PersistentVolume
+	var pods []*corev1.Pod
 	for i := range 12 {
-		pv := fixture.EFSPV(fmt.Sprintf("pv-app-%02d", i))
-		must(t, h.c.Create(ctx, pv))
-		pvs = append(pvs, pv)
+		_, pod := h.volumeInUse(ctx, t, fmt.Sprintf("pv-app-%02d", i))
+		pods = append(pods, pod)
 	}
+	idle := fixture.ClaimedEFSPV("pv-idle", "app", "idle")
+	must(t, h.c.Create(ctx, idle))
+	must(t, h.c.Create(ctx, fixture.EFSPV("pv-unbound")))
 	cr, err := h.cr(ctx)
 	must(t, err)
 	must(t, h.c.Delete(ctx, cr))
@@ -306,18 +348,19 @@ func TestUninstallWaitsForVolumes(t *testing.T) {
 		if c.Type != "AWSEFSDriverUninstallDegraded" {
 			continue
 		}
-		for _, want := range []string{"VolumesInUse"} {
-			if c.Reason != want {
-				t.Errorf("reason %s, want %s", c.Reason, want)
-			}
+		if c.Reason != "VolumesInUse" {
+			t.Errorf("reason %s, want VolumesInUse", c.Reason)
 		}
-		for _, want := range []string{"12 EFS PersistentVolumes", "pv-app-00", "pv-app-09", "and 2 more", "delete them"} {
+		for _, want := range []string{"12 pods use EFS volumes", "pod app/pv-app-00-user uses claim pv-app-00 of PersistentVolume pv-app-00", "pv-app-09", "and 2 more", "stop them",
+			"create the ClusterCSIDriver again afterwards"} {
 			if !strings.Contains(c.Message, want) {
 				t.Errorf("message %q lacks %q", c.Message, want)
 			}
 		}
-		if strings.Contains(c.Message, "pv-app-10") {
-			t.Errorf("message names more than 10 volumes: %q", c.Message)
+		for _, unwanted := range []string{"pv-app-10", "pv-idle", "pv-unbound"} {
+			if strings.Contains(c.Message, unwanted) {
+				t.Errorf("message names %s: %q", unwanted, c.Message)
+			}
 		}
 	}
 	// Blocked: the driver keeps running, reconciled as if Managed. The operator has taken in the
@@ -326,12 +369,12 @@ func TestUninstallWaitsForVolumes(t *testing.T) {
 	must(t, eventually(ctx, "the VolumesInUse event", h.eventSeen("VolumesInUse")))
 	for _, obj := range manualModeOperands() {
 		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			t.Errorf("%T %s is gone while volumes remain: %v", obj, obj.GetName(), err)
+			t.Errorf("%T %s is gone while pods use volumes: %v", obj, obj.GetName(), err)
 		}
 	}
 
-	for _, pv := range pvs {
-		must(t, h.c.Delete(ctx, pv))
+	for _, pod := range pods {
+		must(t, deletePodNow(ctx, h.c, pod.Namespace, pod.Name))
 	}
 	for _, obj := range operands() {
 		must(t, eventually(ctx, "removal of "+obj.GetName(), h.gone(obj)))
@@ -342,6 +385,11 @@ func TestUninstallWaitsForVolumes(t *testing.T) {
 		}
 		return nil
 	}))
+	// The volumes stay: only their driver is gone, and the fence's ConfigMap with it.
+	must(t, h.c.Get(ctx, client.ObjectKeyFromObject(idle), idle))
+	if err := h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: efs.RemovalFence}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the removal fence's ConfigMap after the removal: %v", err)
+	}
 }
 
 func TestOtherClusterCSIDriversAreIgnored(t *testing.T) {

@@ -29,7 +29,7 @@ const (
 )
 
 // UninstallFinalizer keeps the ClusterCSIDriver until the driver is removed, which waits until no
-// EFS PersistentVolume is left. It is named like the finalizers of library-go's controllers.
+// pod uses an EFS volume. It is named like the finalizers of library-go's controllers.
 const UninstallFinalizer = efs.FinalizerPrefix + uninstallControllerName
 
 var clusterCSIDriverGVR = operatorv1.GroupVersion.WithResource("clustercsidrivers")

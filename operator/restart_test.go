@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
 	appsv1 "k8s.io/api/apps/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,13 +102,21 @@ func (h *harness) startOperatorBinary(bin string, extra ...string) *process {
 		"--listen", testutil.FreeLoopbackAddr(h.t)}, extra...), env)
 }
 
-// TestRestartMidInstallConverges kills the operator process while it installs the driver and
-// expects a new one to finish the job.
-func TestRestartMidInstallConverges(t *testing.T) {
+// restartBed builds the operator binary and starts a full stack for it in Manual credentials
+// mode, with three minutes to run.
+func restartBed(t *testing.T) (string, *harness, context.Context) {
+	t.Helper()
 	bin := buildOperator(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
+	return bin, h, ctx
+}
+
+// TestRestartMidInstallConverges kills the operator process while it installs the driver and
+// expects a new one to finish the job.
+func TestRestartMidInstallConverges(t *testing.T) {
+	bin, h, ctx := restartBed(t)
 
 	first := h.startOperatorAsAdmin(bin)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
@@ -130,10 +140,7 @@ func TestRestartMidInstallConverges(t *testing.T) {
 // operand controllers, which first looked while it was closed, must still be woken at once,
 // not at a resync minutes later. The kill campaign found that stall (a minute after a kill).
 func TestRestartedOperatorRestoresAMissingOperandAtOnce(t *testing.T) {
-	bin := buildOperator(t)
-	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	bin, h, ctx := restartBed(t)
 	first := h.startOperatorAsAdmin(bin)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	deployment := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}}
@@ -150,4 +157,39 @@ func TestRestartedOperatorRestoresAMissingOperandAtOnce(t *testing.T) {
 	defer stop()
 	must(t, eventually(quick, "the Deployment re-created by the restarted operator", h.exists(deployment)))
 	t.Logf("re-created %v after the restart", time.Since(begin).Round(100*time.Millisecond))
+}
+
+// TestRestartedOperatorResumesARemoval kills the operator in the middle of a removal (a finalizer
+// of the test's own holds the controller Deployment in deletion) and starts it again. The phase
+// is in the CR's status, so the new process resumes the removal where it was: it never reports a
+// phase before RemovingDriver again (it does not look for pods, raise and prove the fence anew),
+// and the removal finishes.
+func TestRestartedOperatorResumesARemoval(t *testing.T) {
+	bin, h, ctx := restartBed(t)
+	first := h.startOperatorAsAdmin(bin)
+	h.createCR(ctx, efs.CRName, operatorv1.Managed)
+	must(t, eventually(ctx, "the controller installed", h.exists(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}})))
+	release := h.holdDeployment(ctx, t)
+	h.setState(ctx, operatorv1.Removed)
+	must(t, eventually(ctx, "the removal under way", h.conditionWith("AWSEFSDriverUninstallProgressing", operatorv1.ConditionTrue, "RemovingDriver")))
+	must(t, first.kill())
+
+	h.startOperatorAsAdmin(bin)
+	begin := time.Now()
+	// Seen for longer than the fence takes to be proved (a second): a removal started over
+	// would report the phases before RemovingDriver meanwhile.
+	var reasons []string
+	for time.Since(begin) < 5*time.Second {
+		cr, err := h.cr(ctx)
+		must(t, err)
+		if c := v1helpers.FindOperatorCondition(cr.Status.Conditions, "AWSEFSDriverUninstallProgressing"); c != nil && (len(reasons) == 0 || reasons[len(reasons)-1] != c.Reason) {
+			reasons = append(reasons, c.Reason)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	release()
+	must(t, eventually(ctx, "the removal finished", h.conditionWith("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse, "DriverRemoved")))
+	if !slices.Equal(reasons, []string{"RemovingDriver"}) {
+		t.Errorf("after the restart the lifecycle reported %v: it started the removal over instead of resuming it", reasons)
+	}
 }

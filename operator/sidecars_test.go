@@ -337,3 +337,31 @@ func TestHostNetworkContainersListenOnLoopback(t *testing.T) {
 		t.Error("no container of the node DaemonSet has an HTTP endpoint: this test has nothing to check")
 	}
 }
+
+// TestSidecarsRunOnAReadOnlyRoot: every sidecar of the driver, as the operator applies it, runs
+// with a read-only root filesystem, as in OpenShift's operator: they write only to the mounted
+// socket directories. The driver's own containers are the exception the README explains: what
+// efs-utils writes at mount time is known only from the real driver image, which the tests do not
+// run.
+func TestSidecarsRunOnAReadOnlyRoot(t *testing.T) {
+	h, ctx := newManaged(t, testbed.APIServer)
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}},
+	} {
+		must(t, h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+		sidecars := 0
+		for _, c := range podSpecOf(obj).Containers {
+			if c.Name == "csi-driver" || c.Name == "efs-plugin" {
+				continue
+			}
+			sidecars++
+			if c.SecurityContext == nil || c.SecurityContext.ReadOnlyRootFilesystem == nil || !*c.SecurityContext.ReadOnlyRootFilesystem {
+				t.Errorf("%s: sidecar %s may write to its root filesystem", obj.GetName(), c.Name)
+			}
+		}
+		if sidecars == 0 {
+			t.Errorf("%s has no sidecar: this test checks nothing", obj.GetName())
+		}
+	}
+}

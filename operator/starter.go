@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
@@ -140,17 +141,18 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	if err != nil {
 		return err
 	}
-	fence, err := newRemovalFence(kubeClient, read)
+	fence, err := newRemovalFence(kubeClient, ns, configMaps.Lister(), read)
 	if err != nil {
 		return err
 	}
+	// The lifecycle reads every PersistentVolume of the cluster, each reduced to what tells an
+	// EFS volume and its claim.
+	volumeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync, informers.WithTransform(efsVolumesOnly))
+	volumes := volumeInformers.Core().V1().PersistentVolumes()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
-	uninstall := &uninstallController{
-		operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient, mapper: mapper, objects: objects, gate: g, fence: fence,
-	}
-	g.countVolumes = func(ctx context.Context) (int, error) {
-		_, total, err := uninstall.efsVolumes(ctx)
-		return total, err
+	lc := &lifecycle{
+		operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient, mapper: mapper, volumes: volumes.Lister(),
+		objects: objects, gate: g, fence: fence,
 	}
 	nodeCredentials, err := read(assets.NodeCredentialsFile)
 	if err != nil {
@@ -164,7 +166,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			namespace: ns, operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient,
 			daemonSets: nsInformers.Apps().V1().DaemonSets(), csiDriver: resourceread.ReadCSIDriverV1OrDie(csiDriverManifest), gate: g,
 		}, recorder),
-		newUninstallController(uninstall, recorder),
+		newLifecycleController(lc, recorder, volumes.Informer(), configMaps.Informer()),
 		newPresenceController(&presenceController{operatorClient: operatorClient, dynamic: dynamicClient, assets: read, namespace: ns}, recorder),
 	}
 
@@ -173,6 +175,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	dynamicInformers.Start(ctx.Done())
 	configInformers.Start(ctx.Done())
 	operatorInformers.Start(ctx.Done())
+	volumeInformers.Start(ctx.Done())
 	controllerSet.Run(ctx, 1)
 	for _, c := range own {
 		go c.Run(ctx, 1)

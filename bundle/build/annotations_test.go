@@ -10,6 +10,9 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/operator-framework/operator-registry/pkg/registry"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/build"
@@ -143,6 +146,51 @@ func TestEFSOperatorPodLabels(t *testing.T) {
 		}
 	}
 	if selector == "" {
+		t.Fatal("no EFS bundle built")
+	}
+}
+
+// TestEFSOperatorNetworkPolicy: each EFS bundle ships one NetworkPolicy that selects the
+// operator's pod as the CSV's Deployment labels it, lets in only the cluster's Prometheus on the
+// container's metrics port, and leaves egress open (the API server's address is the cluster's).
+func TestEFSOperatorNetworkPolicy(t *testing.T) {
+	found := 0
+	for _, b := range buildAll(t) {
+		if !strings.HasPrefix(b.CSVName, efs.OperatorName+".") {
+			continue
+		}
+		found++
+		var policies []networkingv1.NetworkPolicy
+		for name, raw := range b.Files {
+			var policy networkingv1.NetworkPolicy
+			if !strings.HasPrefix(name, "manifests/") || yaml.Unmarshal(raw, &policy) != nil || policy.Kind != "NetworkPolicy" {
+				continue
+			}
+			policies = append(policies, policy)
+		}
+		if len(policies) != 1 {
+			t.Errorf("%s ships %d NetworkPolicies, want 1", b.Dir(), len(policies))
+			continue
+		}
+		policy := policies[0].Spec
+		dep := csvOf(t, b).Spec.InstallStrategy.StrategySpec.DeploymentSpecs[0].Spec
+		selector, err := metav1.LabelSelectorAsSelector(&policy.PodSelector)
+		if err != nil || policy.PodSelector.Size() == 0 || !selector.Matches(labels.Set(dep.Template.Labels)) {
+			t.Errorf("%s: the NetworkPolicy selects %v, not the operator's pod %v (%v)", b.Dir(), policy.PodSelector, dep.Template.Labels, err)
+		}
+		if !slices.Equal(policy.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) ||
+			len(policy.Egress) != 1 || len(policy.Egress[0].To)+len(policy.Egress[0].Ports) != 0 {
+			t.Errorf("%s: the NetworkPolicy's types %v, egress %+v: want both types, egress open", b.Dir(), policy.PolicyTypes, policy.Egress)
+		}
+		ports := dep.Template.Spec.Containers[0].Ports
+		if len(policy.Ingress) != 1 || len(policy.Ingress[0].Ports) != 1 || len(ports) != 1 ||
+			policy.Ingress[0].Ports[0].Port.IntValue() != int(ports[0].ContainerPort) ||
+			len(policy.Ingress[0].From) != 1 || policy.Ingress[0].From[0].NamespaceSelector == nil ||
+			policy.Ingress[0].From[0].NamespaceSelector.MatchLabels[corev1.LabelMetadataName] != "openshift-monitoring" {
+			t.Errorf("%s: the NetworkPolicy lets in %+v; want only openshift-monitoring on the container's port %v", b.Dir(), policy.Ingress, ports)
+		}
+	}
+	if found == 0 {
 		t.Fatal("no EFS bundle built")
 	}
 }

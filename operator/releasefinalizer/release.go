@@ -68,7 +68,7 @@ func (r *Release) Run(ctx context.Context) error {
 		// the supported operator's uninstall would have to account for: both verbs that stand in
 		// for an uninstalled operator refuse while any EFS operator runs.
 		return fmt.Errorf("an EFS operator is still installed (Deployment %s/%s): the supported operator removes its finalizers itself "+
-			"(deleting the ClusterCSIDriver removes the driver once no EFS PersistentVolume is left); uninstall it first", d.Namespace, d.Name)
+			"(deleting the ClusterCSIDriver removes the driver once no pod uses an EFS volume); uninstall it first", d.Namespace, d.Name)
 	}
 	fmt.Fprintf(r.Out, "no EFS operator is running; ClusterCSIDriver %s carries its finalizers:\n", efs.CRName)
 	for _, f := range ours {

@@ -3,17 +3,16 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionv1ac "k8s.io/client-go/applyconfigurations/admissionregistration/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	csikube "github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/names/olm"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -72,12 +71,9 @@ func finalizerPolicyBinding(namespace, csv string) *admissionv1ac.MutatingAdmiss
 // from CSV csv in namespace. It reports false, having done nothing, on a cluster that serves no
 // MutatingAdmissionPolicy (Kubernetes older than 1.36, or the API turned off).
 func ensureFinalizerPolicy(ctx context.Context, kube kubernetes.Interface, namespace, csv string) (bool, error) {
-	resources, err := kube.Discovery().ServerResourcesForGroupVersion(admissionregistrationv1.SchemeGroupVersion.String())
-	if err != nil && !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("discovering %s: %w", admissionregistrationv1.SchemeGroupVersion, err)
-	}
-	if resources == nil || !slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "mutatingadmissionpolicies" }) {
-		return false, nil
+	served, err := csikube.Served(kube.Discovery(), admissionregistrationv1.SchemeGroupVersion.String(), "mutatingadmissionpolicies")
+	if !served || err != nil {
+		return false, err
 	}
 	// Server-side apply: a no-op when nothing changed, and an update from an older operator
 	// otherwise.

@@ -17,9 +17,11 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,7 +33,9 @@ import (
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/operator/assets"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
+	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -111,6 +115,13 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 		t.Logf("%s: %s", name, timings[name].Round(100*time.Millisecond))
 	}
 	assertRunsAsShipped(t, pod, shippedOperator(t))
+	// OLM created the bundle's NetworkPolicy beside the operator, and it selects the running pod.
+	var policy networkingv1.NetworkPolicy
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: efs.OperatorName}, &policy); err != nil {
+		t.Errorf("the bundle's NetworkPolicy: %v", err)
+	} else if selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector); err != nil || !selector.Matches(labels.Set(pod.Labels)) {
+		t.Errorf("the bundle's NetworkPolicy selects %v, not the operator's pod %v (%v)", policy.Spec.PodSelector, pod.Labels, err)
+	}
 
 	// Both defects that once shipped ended the process within seconds of its start, and a
 	// third (no /tmp in the image) at its first restart; what fails later fails within the
@@ -141,7 +152,77 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	}
 	ready := appTeamMountsASharedVolume(ctx, t, s)
 	t.Logf("SharedVolume created -> Ready: %s", ready.Round(100*time.Millisecond))
+	removalWaitsForTheApp(ctx, t, s, pod)
 	uninstall(ctx, t, s, pod)
+}
+
+// removalWaitsForTheApp sets the ClusterCSIDriver Removed while the app team's pod uses its
+// SharedVolume on the node: the driver stays and the condition names the pod. Once the pod is
+// gone, the driver is removed and the SharedVolume's volume stays; Managed brings the driver back.
+func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod) {
+	t.Helper()
+	c, driverNS := s.Client, operator.Namespace
+	setState := func(state operatorv1.ManagementState) {
+		t.Helper()
+		cr := &operatorv1.ClusterCSIDriver{ObjectMeta: metav1.ObjectMeta{Name: efs.CRName}}
+		patch := []byte(fmt.Sprintf(`{"spec":{"managementState":%q}}`, state))
+		if err := c.Patch(ctx, cr, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	condition := func(conditionType string, status operatorv1.ConditionStatus, reason, says string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			var cr operatorv1.ClusterCSIDriver
+			if err := c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &cr); err != nil {
+				return err
+			}
+			for _, cond := range cr.Status.Conditions {
+				if cond.Type == conditionType && cond.Status == status && cond.Reason == reason && strings.Contains(cond.Message, says) {
+					return nil
+				}
+			}
+			return fmt.Errorf("conditions %+v", cr.Status.Conditions)
+		}
+	}
+	fail := func(err error) {
+		t.Helper()
+		t.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), operator), 30))
+	}
+	node := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: driverNS, Name: efs.NodeDaemonSet}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	setState(operatorv1.Removed)
+	if err := testutil.Eventually(ctx, "the removal held back by the app's pod", condition("AWSEFSDriverUninstallDegraded", operatorv1.ConditionTrue, "VolumesInUse",
+		"pod team-a/uses-shared-data uses claim")); err != nil {
+		fail(err)
+	}
+	var kept appsv1.DaemonSet
+	if err := c.Get(ctx, client.ObjectKeyFromObject(node), &kept); err != nil || kept.UID != node.UID || kept.DeletionTimestamp != nil {
+		t.Fatalf("the node DaemonSet was touched while a pod used its volume: %v", err)
+	}
+
+	var sv sharedvolumev1alpha1.SharedVolume
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "shared-data"}, &sv); err != nil {
+		t.Fatal(err)
+	}
+	app := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "uses-shared-data"}}
+	if err := c.Delete(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	if err := testutil.Eventually(ctx, "the driver removed once no pod uses its volume", condition("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse, "DriverRemoved", "")); err != nil {
+		fail(err)
+	}
+	t.Logf("app's pod deleted -> driver removed: %s", time.Since(begin).Round(100*time.Millisecond))
+	if err := c.Get(ctx, client.ObjectKeyFromObject(node), &kept); !apierrors.IsNotFound(err) {
+		t.Errorf("the node DaemonSet after the removal: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: volumes.PVName(&sv)}, &corev1.PersistentVolume{}); err != nil {
+		t.Errorf("the SharedVolume's PersistentVolume after the driver's removal: %v", err)
+	}
+	setState(operatorv1.Managed)
+	waitDriverRunning(ctx, t, s, driverNS)
 }
 
 // uninstall removes the operator as an admin does, deleting its Subscription and CSV, and

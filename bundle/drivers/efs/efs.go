@@ -45,6 +45,30 @@ App teams that may not create PersistentVolumes create a SharedVolume naming an 
 access point, and get a bound PersistentVolumeClaim ` + "`pvc-<name>`" + ` in their namespace. The API is the
 one of the community aws-efs-operator, so existing SharedVolumes keep working.
 
+OLM adds SharedVolumes to the cluster's aggregated ` + "`admin`" + ` and ` + "`edit`" + ` roles, so every user who
+may edit a project may create SharedVolumes in it, and the operator, not that user, creates the
+PersistentVolume. By default a SharedVolume may name any EFS file system and access point. A cluster
+administrator restricts that per namespace with annotations, which project admins and editors cannot
+change: a comma-separated list of the file systems, and optionally of the access points, that the
+namespace's SharedVolumes may name:
+
+` + "```sh" + `
+oc annotate namespace my-app aws-efs.managed.openshift.io/allowed-file-systems=fs-0123cdef
+oc annotate namespace my-app aws-efs.managed.openshift.io/allowed-access-points=fsap-0123456789abcdef
+` + "```" + `
+
+An empty list allows nothing. To keep SharedVolumes to chosen namespaces, give every other namespace
+the empty list, including namespaces created later (for example through the project request
+template): a namespace without the annotation allows every file system.
+
+` + "```sh" + `
+oc annotate namespace other-app aws-efs.managed.openshift.io/allowed-file-systems=
+` + "```" + `
+
+A SharedVolume naming a file system or access point that its namespace does not allow becomes
+Failed (` + "`FileSystemNotAllowed`" + `) and gets no volume; a volume made before the namespace was
+annotated is not removed.
+
 ## Upgrading from the community aws-efs-operator
 Edit only ` + "`spec.source`" + ` of the existing Subscription to this catalog. The running driver is adopted in
 place, by name, once the ClusterCSIDriver above is created; volumes stay mounted throughout.
@@ -95,11 +119,19 @@ system, which takes a privileged controller pod; this operator runs only the nod
 privileged.
 
 ## Uninstalling
-Deleting the ClusterCSIDriver removes the driver only when no EFS PersistentVolume is left.
-Meanwhile, and while it is Removed, the API server refuses new EFS PersistentVolumes (the
-ValidatingAdmissionPolicy aws-efs-csi-driver-removal-fence, Kubernetes 1.30 or later).
+Deleting the ClusterCSIDriver, or setting it Removed, removes the driver only when no pod uses an
+EFS volume: the conditions and an event name the pods that hold it back, and volumes no pod uses
+stay, with their data. While it waits, EFS volumes are provisioned as usual; setting the
+ClusterCSIDriver back to Managed keeps the driver (a deletion cannot be undone: create the
+ClusterCSIDriver again once it is gone). For the seconds of the removal itself, the API server
+refuses new EFS PersistentVolumes and new pods on EFS claims (the ValidatingAdmissionPolicy
+aws-efs-csi-driver-removal-fence, Kubernetes 1.30 or later).
 Removing the operator itself leaves the driver and every volume working.
 `
+
+// operatorPodSelector selects the operator's pod: the Deployment's selector, the metrics
+// Service's and the NetworkPolicy's.
+var operatorPodSelector = map[string]string{"app": names.OperatorName}
 
 // suggestedNamespace is where OpenShift's storage operators run.
 const suggestedNamespace = "openshift-cluster-csi-drivers"
@@ -176,8 +208,11 @@ func Operator() d.Operator {
 				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
 				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
 				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
-				// The removal fence (a ValidatingAdmissionPolicy and its binding) refuses new EFS
-				// volumes while the driver is removed. Creating one cannot be limited by name.
+				// The driver is removed only once no pod uses an EFS volume: the operator lists the
+				// pods of the namespaces that hold claims bound to EFS volumes.
+				d.Rule([]string{""}, []string{"pods"}, []string{"list"}),
+				// The removal fence (a ValidatingAdmissionPolicy and its binding) refuses new uses
+				// of EFS volumes while the driver is removed. Creating one cannot be limited by name.
 				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
 				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, names.RemovalFence),
 				// New SharedVolumes get their finalizer from a MutatingAdmissionPolicy (one
@@ -198,7 +233,7 @@ func Operator() d.Operator {
 			d.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, d.ReadWrite),
 		}),
 
-		Manifests:         metricsManifests(suggestedNamespace),
+		Manifests:         append(metricsManifests(suggestedNamespace), networkPolicy(operatorPodSelector)),
 		ClusterMonitoring: true,
 		DeploymentName:    names.OperatorName,
 		Deployment:        deployment,
@@ -250,6 +285,13 @@ func links() []v1alpha1.AppLink {
 // images lists a release's operand images: the driver at its tag, and OpenShift's own sidecars
 // (which OpenShift's CSI driver guide requires, built and tested with each OpenShift release) at
 // the OpenShift release tag ocp. `csi-olm release` pins them by digest.
+//
+// ocp is the lowest minor a release runs on, not MaxOpenShiftVersion: a sidecar is an API client,
+// and one built for the older minor keeps working against the next minor's API server, which
+// still serves what it calls, while a sidecar of the newer minor may call an API or field the
+// older minor's server lacks. OpenShift's own EFS operator does the same: each release ships the
+// sidecars built in that release (openshift/csi-operator, config/aws-efs/manifests/stable/image-references)
+// and, from 4.21, declares the next minor as its olm.maxOpenShiftVersion.
 func images(driver, ocp string) []d.Image {
 	return []d.Image{
 		{Name: "aws-efs-csi-driver", Env: names.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver:" + driver},
@@ -262,7 +304,7 @@ func images(driver, ocp string) []d.Image {
 
 func deployment(r d.Release) appsv1.DeploymentSpec {
 	return metricsPod(d.OperatorPod{
-		Labels: map[string]string{"app": names.OperatorName},
+		Labels: operatorPodSelector,
 		// The labels OpenShift's storage NetworkPolicies allow traffic by, which OpenShift's EFS
 		// operator pod carries: the API server, DNS, its AWS calls' egress and its metrics port.
 		PodLabels: map[string]string{

@@ -3,6 +3,7 @@ package efs
 import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +39,7 @@ func metricsManifests(namespace string) []runtime.Object {
 				Annotations: map[string]string{"service.beta.openshift.io/serving-cert-secret-name": names.OperatorMetricsSecret},
 			},
 			Spec: corev1.ServiceSpec{
-				Selector: map[string]string{"app": names.OperatorName},
+				Selector: operatorPodSelector,
 				Ports: []corev1.ServicePort{{
 					Name: names.OperatorMetricsPortName, Port: names.OperatorMetricsPort, Protocol: corev1.ProtocolTCP,
 					TargetPort: intstr.FromString(names.OperatorMetricsPortName),
@@ -71,6 +72,28 @@ func metricsManifests(namespace string) []runtime.Object {
 			ObjectMeta: metav1.ObjectMeta{Name: names.OperatorName + "-prometheus"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: names.OperatorName + "-prometheus"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: prometheusSA, Namespace: monitoringNamespace}},
+		},
+	}
+}
+
+// networkPolicy lets the operator's pod reach what it needs and be reached only by the cluster's
+// Prometheus, on its metrics port. Egress stays open: the API server's address is the cluster's
+// own, and OpenShift's EFS operator pod carries the all-egress label for the same reason. It
+// selects the pod by the Deployment's selector, which no release changes.
+func networkPolicy(podLabels map[string]string) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: names.OperatorName},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: podLabels},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{corev1.LabelMetadataName: monitoringNamespace},
+				}}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(names.OperatorMetricsPort))}},
+			}},
+			Egress: []networkingv1.NetworkPolicyEgressRule{{}},
 		},
 	}
 }

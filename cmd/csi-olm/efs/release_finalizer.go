@@ -13,7 +13,7 @@ func newReleaseFinalizer() *cobra.Command {
 		Use:   "release-finalizer",
 		Short: "Release ClusterCSIDriver efs.csi.aws.com after the EFS operator was uninstalled",
 		Long: `The EFS operator keeps finalizers on ClusterCSIDriver efs.csi.aws.com so that deleting it
-removes the driver, and only once no EFS PersistentVolume is left. When the operator itself has
+removes the driver, and only once no pod uses an EFS volume. When the operator itself has
 been uninstalled, nothing removes them and deleting the CR waits forever.
 
 This verb removes the operator's finalizers, and only them, after checking that no operator

@@ -30,7 +30,7 @@ to put the Subscription back on its original catalog.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&m.Source, "source", "certified-operators", "target CatalogSource")
+	f.StringVar(&m.Source, "source", "redhat-operators", "target CatalogSource")
 	f.StringVar(&m.SourceNamespace, "source-namespace", "openshift-marketplace", "namespace of the target CatalogSource")
 	f.StringVar(&m.Channel, "channel", "", "target channel (default: the Subscription's channel, or the package's default channel when the target has no such channel)")
 	f.StringVar(&m.RegistryAddress, "registry-address", "", "host:port of the target catalog's registry (default: its spec.address, else a port-forward to its registry pod)")
