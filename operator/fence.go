@@ -2,7 +2,11 @@ package operator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -15,8 +19,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 
 	csikube "github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -32,25 +37,30 @@ const fenceSettle = time.Second
 // a create or an update of the policy or of its ConfigMap) is probed again.
 const fenceRetry = 200 * time.Millisecond
 
-// fenceMessageKey holds the refusal's message in the fence's ConfigMap. Namespaces, the other
-// keys, cannot contain a dot.
-const fenceMessageKey = "fence.message"
+// The fence's parameter is annotations of the ClusterCSIDriver: the claims of each namespace (under
+// fenceClaimsPrefix + namespace), the refusal's message and a revision of the two, whose presence
+// puts the fence up.
+const (
+	fenceClaimsPrefix  = "removal-fence.aws-efs.csi-olm.io/"
+	fenceMessageKey    = "aws-efs.csi-olm.io/removal-fence-message"
+	fenceRevisionKey   = "aws-efs.csi-olm.io/removal-fence-revision"
+	fenceAnnotationsOf = "aws-efs.csi-olm.io/removal-fence-"
+)
 
 // removalFence closes the gap between the last look for volumes in use and the deletes of a
 // removal: no look can see a pod created after it, but a ValidatingAdmissionPolicy can refuse it.
-// The policy refuses, while its ConfigMap exists, new pods that use a claim bound to an EFS
-// PersistentVolume, new EFS PersistentVolumes and new bindings of EFS PersistentVolumes. The
-// lifecycle raises it (writes the ConfigMap) only for the seconds of a removal, and allows the
-// removal once a dry-run probe volume has been refused, under the ConfigMap it wrote last, for
-// fenceSettle.
+// The policy refuses, while the ClusterCSIDriver carries the fence's annotations, new pods that use
+// a claim bound to an EFS PersistentVolume, new EFS PersistentVolumes and new bindings of EFS
+// PersistentVolumes. The lifecycle raises it (writes the annotations) only for the seconds of a
+// removal, and allows the removal once a dry-run probe volume has been refused, under the
+// revision it wrote last, for fenceSettle.
 type removalFence struct {
-	kube       kubernetes.Interface
-	namespace  string
-	configMaps corelisters.ConfigMapNamespaceLister
-	policy     *admissionregistrationv1.ValidatingAdmissionPolicy
-	binding    *admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	cache      resourceapply.ResourceCache
-	// upSince is when the probe was first refused under the current ConfigMap; zero when the fence
+	kube    kubernetes.Interface
+	cr      dynamic.ResourceInterface
+	policy  *admissionregistrationv1.ValidatingAdmissionPolicy
+	binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	cache   resourceapply.ResourceCache
+	// upSince is when the probe was first refused under the current revision; zero when the fence
 	// is not known to hold.
 	upSince time.Time
 	// served is set once the API server was found to serve ValidatingAdmissionPolicies; warned,
@@ -58,7 +68,7 @@ type removalFence struct {
 	served, warned bool
 }
 
-func newRemovalFence(kube kubernetes.Interface, namespace string, configMaps corelisters.ConfigMapLister, read func(string) ([]byte, error)) (*removalFence, error) {
+func newRemovalFence(kube kubernetes.Interface, dyn dynamic.Interface, read func(string) ([]byte, error)) (*removalFence, error) {
 	policy, err := read(assets.RemovalFenceFile)
 	if err != nil {
 		return nil, err
@@ -68,21 +78,20 @@ func newRemovalFence(kube kubernetes.Interface, namespace string, configMaps cor
 		return nil, err
 	}
 	f := &removalFence{
-		kube:      kube,
-		namespace: namespace,
-		policy:    resourceread.ReadValidatingAdmissionPolicyV1OrDie(policy),
-		binding:   resourceread.ReadValidatingAdmissionPolicyBindingV1OrDie(binding),
-		cache:     resourceapply.NewResourceCache(),
+		kube:    kube,
+		policy:  resourceread.ReadValidatingAdmissionPolicyV1OrDie(policy),
+		binding: resourceread.ReadValidatingAdmissionPolicyBindingV1OrDie(binding),
+		cache:   resourceapply.NewResourceCache(),
 	}
-	if configMaps != nil {
-		f.configMaps = configMaps.ConfigMaps(namespace)
+	if dyn != nil {
+		f.cr = dyn.Resource(clusterCSIDriverGVR)
 	}
 	// The CSV grants updates of these names only, refusals are recognised by the name, and the
-	// binding must read the ConfigMap the operator writes.
+	// binding must read the one CR the operator serves.
 	if f.policy.Name != efs.RemovalFence || f.binding.Name != efs.RemovalFence || f.binding.Spec.PolicyName != efs.RemovalFence ||
-		f.binding.Spec.ParamRef == nil || f.binding.Spec.ParamRef.Name != efs.RemovalFence || f.binding.Spec.ParamRef.Namespace != namespace {
-		return nil, fmt.Errorf("the removal fence's manifests must name %s and bind it to ConfigMap %s/%s: policy %q, binding %q of policy %q",
-			efs.RemovalFence, namespace, efs.RemovalFence, f.policy.Name, f.binding.Name, f.binding.Spec.PolicyName)
+		f.binding.Spec.ParamRef == nil || f.binding.Spec.ParamRef.Name != efs.CRName {
+		return nil, fmt.Errorf("the removal fence's manifests must name %s and bind it to ClusterCSIDriver %s: policy %q, binding %q of policy %q",
+			efs.RemovalFence, efs.CRName, f.policy.Name, f.binding.Name, f.binding.Spec.PolicyName)
 	}
 	return f, nil
 }
@@ -115,10 +124,9 @@ func (f *removalFence) raise(ctx context.Context, recorder events.Recorder, clai
 	if err != nil {
 		return false, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", f.binding.Name, err)
 	}
-	want := fenceConfigMap(f.namespace, claims, message)
-	_, paramChanged, err := resourceapply.ApplyConfigMap(ctx, f.kube.CoreV1(), recorder, want)
+	paramChanged, err := f.annotate(ctx, fenceAnnotations(claims, message))
 	if err != nil {
-		return false, fmt.Errorf("writing the removal fence's ConfigMap %s/%s: %w", f.namespace, efs.RemovalFence, err)
+		return false, err
 	}
 	if policyChanged || bindingChanged || paramChanged {
 		f.upSince = time.Time{}
@@ -126,35 +134,74 @@ func (f *removalFence) raise(ctx context.Context, recorder events.Recorder, clai
 	return true, nil
 }
 
-// fenceConfigMap is the fence's parameter: each namespace's claims, space-separated and sorted.
-func fenceConfigMap(namespace string, claims map[string][]string, message string) *corev1.ConfigMap {
-	data := map[string]string{fenceMessageKey: message}
+// fenceAnnotations are the fence's parameter: each namespace's claims, space-separated and sorted,
+// the message, and a revision that changes with either.
+func fenceAnnotations(claims map[string][]string, message string) map[string]string {
+	a := map[string]string{fenceMessageKey: message}
 	for ns, names := range claims {
-		data[ns] = strings.Join(slices.Sorted(slices.Values(names)), " ")
+		a[fenceClaimsPrefix+ns] = strings.Join(slices.Sorted(slices.Values(names)), " ")
 	}
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: efs.RemovalFence},
-		Data:       data,
+	sum := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		fmt.Fprintf(sum, "%s=%s\n", k, a[k])
 	}
+	a[fenceRevisionKey] = hex.EncodeToString(sum.Sum(nil))[:12]
+	return a
 }
 
-// lower takes the fence down: new uses of EFS volumes are admitted again.
-func (f *removalFence) lower(ctx context.Context) error {
-	f.upSince = time.Time{}
-	if f.configMaps != nil {
-		if _, err := f.configMaps.Get(efs.RemovalFence); apierrors.IsNotFound(err) {
-			return nil
+// isFenceAnnotation reports whether an annotation of the ClusterCSIDriver belongs to the fence.
+func isFenceAnnotation(key string) bool {
+	return strings.HasPrefix(key, fenceClaimsPrefix) || strings.HasPrefix(key, fenceAnnotationsOf)
+}
+
+// annotate makes the fence's annotations of the ClusterCSIDriver want (none: the fence is down),
+// in one merge patch, and reports whether it changed them.
+func (f *removalFence) annotate(ctx context.Context, want map[string]string) (bool, error) {
+	cr, err := f.cr.Get(ctx, efs.CRName, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("reading ClusterCSIDriver %s for the removal fence: %w", efs.CRName, err)
+	}
+	current := cr.GetAnnotations()
+	patch := map[string]any{}
+	for k := range current {
+		if _, kept := want[k]; isFenceAnnotation(k) && !kept {
+			patch[k] = nil
 		}
 	}
-	err := f.kube.CoreV1().ConfigMaps(f.namespace).Delete(ctx, efs.RemovalFence, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("taking the removal fence down (deleting ConfigMap %s/%s): %w", f.namespace, efs.RemovalFence, err)
+	for k, v := range want {
+		if current[k] != v {
+			patch[k] = v
+		}
 	}
-	return nil
+	if len(patch) == 0 {
+		return false, nil
+	}
+	raw, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": patch}})
+	if err != nil {
+		return false, err
+	}
+	if _, err := f.cr.Patch(ctx, efs.CRName, types.MergePatchType, raw, metav1.PatchOptions{FieldManager: efs.OperatorName}); err != nil {
+		return false, fmt.Errorf("writing the removal fence's annotations of ClusterCSIDriver %s: %w", efs.CRName, err)
+	}
+	return true, nil
+}
+
+// lower takes the fence down: new uses of EFS volumes are admitted again. annotations are the
+// ClusterCSIDriver's as the caller last saw them, so that a fence that is down costs no request.
+func (f *removalFence) lower(ctx context.Context, annotations map[string]string) error {
+	f.upSince = time.Time{}
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(annotations)), isFenceAnnotation) {
+		return nil
+	}
+	_, err := f.annotate(ctx, nil)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // settle returns how long to wait before the last look for volumes in use: zero once the fence
-// has refused the probe, under the ConfigMap it holds now, for fenceSettle.
+// has refused the probe, under the revision it holds now, for fenceSettle.
 func (f *removalFence) settle(ctx context.Context) (time.Duration, error) {
 	refused, err := f.probe(ctx)
 	if err != nil {
@@ -171,14 +218,15 @@ func (f *removalFence) settle(ctx context.Context) (time.Duration, error) {
 }
 
 // probe asks the API server, in a dry run that stores nothing, to admit an EFS PersistentVolume,
-// and reports whether the fence refused it under the ConfigMap the operator wrote last.
+// and reports whether the fence refused it under the revision the operator wrote last.
 func (f *removalFence) probe(ctx context.Context) (bool, error) {
-	cm, err := f.kube.CoreV1().ConfigMaps(f.namespace).Get(ctx, efs.RemovalFence, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
+	cr, err := f.cr.Get(ctx, efs.CRName, metav1.GetOptions{})
 	if err != nil {
-		return false, fmt.Errorf("reading the removal fence's ConfigMap: %w", err)
+		return false, fmt.Errorf("reading ClusterCSIDriver %s for the removal fence: %w", efs.CRName, err)
+	}
+	revision := cr.GetAnnotations()[fenceRevisionKey]
+	if revision == "" {
+		return false, nil
 	}
 	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "efs-fence-probe-"},
@@ -195,15 +243,15 @@ func (f *removalFence) probe(ctx context.Context) (bool, error) {
 	case err == nil:
 		return false, nil
 	case RefusedByRemovalFence(err):
-		return strings.Contains(err.Error(), fenceRevision(cm.ResourceVersion)), nil
+		return strings.Contains(err.Error(), fenceRevision(revision)), nil
 	default:
 		return false, fmt.Errorf("probing the removal fence with a dry-run EFS PersistentVolume: %w", err)
 	}
 }
 
-// fenceRevision is how a refusal names the ConfigMap it was made under (removal_fence.yaml).
-func fenceRevision(resourceVersion string) string {
-	return "(removal fence " + resourceVersion + ")"
+// fenceRevision is how a refusal names the revision it was made under (removal_fence.yaml).
+func fenceRevision(revision string) string {
+	return "(removal fence " + revision + ")"
 }
 
 // RefusedByRemovalFence reports whether an API error is the removal fence's refusal.

@@ -15,21 +15,23 @@ import (
 	"github.com/csi-olm/csi-olm/operator/assets"
 )
 
-// TestTheFenceReadsWhatTheOperatorWrites: the policy's CEL names the driver and the ConfigMap key
-// of its message, and words its refusals as the probe recognises them, all as string literals. A
-// renamed constant must fail here, not leave a removal waiting for a proof it cannot read.
+// TestTheFenceReadsWhatTheOperatorWrites: the policy's CEL names the driver and the annotations
+// the operator writes, and words its refusals as the probe recognises them, all as string
+// literals. A renamed constant must fail here, not leave a removal waiting for a proof it cannot
+// read.
 func TestTheFenceReadsWhatTheOperatorWrites(t *testing.T) {
 	raw, err := assets.For("ns")(assets.RemovalFenceFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"'" + efs.DriverName + "'", "'" + fenceMessageKey + "'", strings.TrimSuffix(fenceRevision(""), ")") + "' + params.metadata.resourceVersion + ')'"} {
+	for _, want := range []string{"'" + efs.DriverName + "'", "'" + fenceMessageKey + "'", "'" + fenceClaimsPrefix + "' + request.namespace",
+		strings.TrimSuffix(fenceRevision(""), ")") + "' + params.metadata.annotations['" + fenceRevisionKey + "'] + ')'"} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("%s does not hold %s", assets.RemovalFenceFile, want)
 		}
 	}
-	// The names the CSV's RBAC and the refusals rely on, and the ConfigMap the binding reads.
-	if _, err := newRemovalFence(nil, "ns", nil, assets.For("ns")); err != nil {
+	// The names the CSV's RBAC and the refusals rely on, and the CR the binding reads.
+	if _, err := newRemovalFence(nil, nil, assets.For("ns")); err != nil {
 		t.Error(err)
 	}
 }
@@ -42,7 +44,7 @@ func TestNoFenceOnAClusterWithoutAdmissionPolicies(t *testing.T) {
 	kube.Resources = []*metav1.APIResourceList{{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{
 		{Name: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration"},
 	}}}
-	f, err := newRemovalFence(kube, "ns", nil, assets.For("ns"))
+	f, err := newRemovalFence(kube, nil, assets.For("ns"))
 	if err != nil {
 		t.Fatal(err)
 	}

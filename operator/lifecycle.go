@@ -133,12 +133,10 @@ type lifecycle struct {
 	goneSince time.Time
 }
 
-// newLifecycleController runs the lifecycle on changes of the CR and of PersistentVolumes. It also
-// waits for the ConfigMap informer, from which the fence learns whether it is up.
-func newLifecycleController(l *lifecycle, recorder events.Recorder, volumes, configMaps factory.Informer) factory.Controller {
+// newLifecycleController runs the lifecycle on changes of the CR and of PersistentVolumes.
+func newLifecycleController(l *lifecycle, recorder events.Recorder, volumes factory.Informer) factory.Controller {
 	return factory.New().
 		WithInformers(l.operatorClient.Informer(), volumes).
-		WithBareInformers(configMaps).
 		WithSync(l.sync).
 		ResyncEvery(time.Minute).
 		ToController(uninstallControllerName, recorder)
@@ -168,8 +166,8 @@ func (l *lifecycle) sync(ctx context.Context, syncCtx factory.SyncContext) error
 		// step has looked at the cluster again.
 		l.phase = persistedPhase(status)
 	}
-	// A step that moves to another phase is followed by that phase's step at once: each phase
-	// is entered at most once a sync.
+	// A step that moves to another phase is followed by that phase's step at once, until a step
+	// stays or asks to wait.
 	var out outcome
 	for range len(phases) {
 		was := l.phase
@@ -213,10 +211,17 @@ func (l *lifecycle) enter(ctx context.Context, next phase) error {
 	}
 	l.phase = next
 	l.gate.setRemovalAllowed(to.removal)
-	if !to.fence && time.Since(l.restoredAt) >= settleTime {
-		return l.fence.lower(ctx)
+	if to.fence || l.fenceHeld() > 0 {
+		return nil
 	}
-	return nil
+	objMeta, err := l.operatorClient.GetObjectMeta()
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return l.fence.lower(ctx, objMeta.Annotations)
 }
 
 // fenceHeld is how much longer a stopped removal keeps the fence up.

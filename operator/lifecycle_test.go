@@ -263,6 +263,18 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 		return h.c.Create(ctx, fixture.EFSPV("managed-again"))
 	}))
 	must(t, eventually(ctx, "the SharedVolume Ready", svReady(late, v1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+	must(t, eventually(ctx, "the fence's annotations gone under Managed", func(ctx context.Context) error {
+		cr, err := h.cr(ctx)
+		if err != nil {
+			return err
+		}
+		for k := range cr.Annotations {
+			if strings.Contains(k, "removal-fence") {
+				return fmt.Errorf("annotation %s", k)
+			}
+		}
+		return nil
+	}))
 	release()
 
 	// A deleted CR refuses them during its removal, and says a deletion cannot be undone; once
@@ -385,11 +397,8 @@ func TestUninstallWaitsForVolumesInUse(t *testing.T) {
 		}
 		return nil
 	}))
-	// The volumes stay: only their driver is gone, and the fence's ConfigMap with it.
+	// The volumes stay: only their driver is gone.
 	must(t, h.c.Get(ctx, client.ObjectKeyFromObject(idle), idle))
-	if err := h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: efs.RemovalFence}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the removal fence's ConfigMap after the removal: %v", err)
-	}
 }
 
 func TestOtherClusterCSIDriversAreIgnored(t *testing.T) {

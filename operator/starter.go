@@ -141,7 +141,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	if err != nil {
 		return err
 	}
-	fence, err := newRemovalFence(kubeClient, ns, configMaps.Lister(), read)
+	fence, err := newRemovalFence(kubeClient, dynamicClient, read)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 			namespace: ns, operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient,
 			daemonSets: nsInformers.Apps().V1().DaemonSets(), csiDriver: resourceread.ReadCSIDriverV1OrDie(csiDriverManifest), gate: g,
 		}, recorder),
-		newLifecycleController(lc, recorder, volumes.Informer(), configMaps.Informer()),
+		newLifecycleController(lc, recorder, volumes.Informer()),
 		newPresenceController(&presenceController{operatorClient: operatorClient, dynamic: dynamicClient, assets: read, namespace: ns}, recorder),
 	}
 

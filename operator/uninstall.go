@@ -96,10 +96,10 @@ func (o operandObject) servesVolumes() bool {
 }
 
 // delete deletes the objects, those that serve volumes first. The removal fence keeps new uses
-// out; where the cluster cannot enforce it, or an admin took it down, uses are looked for again
-// right before each object that serves volumes, and one begun meanwhile stops the round with
-// errVolumeInUse. Without the fence the milliseconds between such a look and the delete stay
-// open.
+// out; where the cluster cannot enforce it, uses are looked for again right before each object
+// that serves volumes, and one begun meanwhile stops the round with errVolumeInUse. Without the
+// fence the milliseconds between such a look and the delete stay open. (A fence an admin takes
+// down is caught by the look before each round.)
 func (l *lifecycle) delete(ctx context.Context, objects []operandObject) error {
 	var serving, rest []operandObject
 	for _, o := range objects {
@@ -110,7 +110,7 @@ func (l *lifecycle) delete(ctx context.Context, objects []operandObject) error {
 		}
 	}
 	for _, o := range append(serving, rest...) {
-		if o.servesVolumes() {
+		if o.servesVolumes() && !l.fence.served {
 			uses, err := l.volumesInUse(ctx)
 			if err != nil {
 				return err

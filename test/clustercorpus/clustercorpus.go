@@ -149,6 +149,7 @@ var kinds = map[string]schema.GroupVersionKind{
 	"ConfigMap":             corev1.SchemeGroupVersion.WithKind("ConfigMap"),
 	"PersistentVolume":      corev1.SchemeGroupVersion.WithKind("PersistentVolume"),
 	"PersistentVolumeClaim": corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"),
+	"Pod":                   corev1.SchemeGroupVersion.WithKind("Pod"),
 	"SharedVolume":          {Group: "aws-efs.managed.openshift.io", Version: "v1alpha1", Kind: "SharedVolume"},
 	"ClusterCSIDriver":      {Group: "operator.openshift.io", Version: "v1", Kind: "ClusterCSIDriver"},
 	"Deployment":            {Group: "apps", Version: "v1", Kind: "Deployment"},

@@ -24,6 +24,9 @@ const NoEFS = "the csi-olm stand-in driver has no EFS file system to reach"
 // NameserversLog starts the driver's log line that lists the pod's DNS servers.
 const NameserversLog = "DNS nameservers: "
 
+// VolumeMetricsLog starts the driver's log line that gives its volume metrics flags.
+const VolumeMetricsLog = "volume metrics: "
+
 // HostMountsLog starts the driver's log line that lists what its pod gives it of the host:
 // which of the paths SELinux-context mounts read are mount points, and its memory limit.
 const HostMountsLog = "host mounts and limits: "
@@ -150,6 +153,7 @@ func (d *Driver) run(ctx context.Context, logger *log.Logger) error {
 	// settings; logging them lets a test check the pod's dnsPolicy.
 	logger.Printf("%s%v", NameserversLog, nameservers("/etc/resolv.conf"))
 	logger.Printf("%s%v memory.limit=%s", HostMountsLog, hostMounts("/etc/selinux", "/sys/fs"), memoryLimit())
+	logger.Printf("%sopt-in=%v refresh-period=%v fs-rate-limit=%d", VolumeMetricsLog, d.metricsOptIn, d.metricsRefresh, d.metricsRateLimit)
 	d.logger = logger
 	return serveGRPC(ctx, logger, path, func(s *grpc.Server) {
 		csi.RegisterIdentityServer(s, d)
@@ -195,8 +199,15 @@ func (d *Driver) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.Nod
 	return &csi.NodeGetInfoResponse{NodeId: d.NodeID}, nil
 }
 
+// NodeGetCapabilities offers volume stats only when volume metrics are on, as the upstream
+// driver does: the kubelet then asks it for each volume's usage.
 func (d *Driver) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
-	return &csi.NodeGetCapabilitiesResponse{}, nil
+	if !d.metricsOptIn {
+		return &csi.NodeGetCapabilitiesResponse{}, nil
+	}
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{{
+		Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{Type: csi.NodeServiceCapability_RPC_GET_VOLUME_STATS}},
+	}}}, nil
 }
 
 // NodePublishVolume checks the request as the upstream driver does, logs it, and fails: the

@@ -36,6 +36,7 @@ import (
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
+	"github.com/csi-olm/csi-olm/test/csistandin"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -150,10 +151,45 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	if n := notEnabledSeries(ctx, t, s, pod.Namespace, scrapeOperator(ctx, t, s, pod.Namespace)); n != 0 {
 		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
 	}
+	volumeMetricsReachTheNodePlugin(ctx, t, s, pod.Namespace)
 	ready := appTeamMountsASharedVolume(ctx, t, s)
 	t.Logf("SharedVolume created -> Ready: %s", ready.Round(100*time.Millisecond))
 	removalWaitsForTheApp(ctx, t, s, pod)
 	uninstall(ctx, t, s, pod)
+}
+
+// volumeMetricsReachTheNodePlugin turns volume metrics on in the ClusterCSIDriver, as an admin
+// does, and waits for the node plugin on the node to run with them.
+func volumeMetricsReachTheNodePlugin(ctx context.Context, t *testing.T, s *testbed.Stack, driverNS string) {
+	t.Helper()
+	c := s.Client
+	patch := `{"spec":{"driverConfig":{"driverType":"AWS","aws":{"efsVolumeMetrics":{"state":"RecursiveWalk","recursiveWalk":{"refreshPeriodMinutes":30,"fsRateLimit":7}}}}}}`
+	if err := c.Patch(ctx, &operatorv1.ClusterCSIDriver{ObjectMeta: metav1.ObjectMeta{Name: efs.CRName}}, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	want := csistandin.VolumeMetricsLog + "opt-in=true refresh-period=30 fs-rate-limit=7"
+	if err := testutil.Eventually(ctx, "the node plugin running with volume metrics", func(ctx context.Context) error {
+		pods, err := driverPods(ctx, c, driverNS)
+		if err != nil {
+			return err
+		}
+		var seen []string
+		for i := range pods {
+			p := &pods[i]
+			if !strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-") || p.DeletionTimestamp != nil || !podReady(p) {
+				continue
+			}
+			line := firstLineWith(containerLog(ctx, s, p, "efs-plugin", 0), csistandin.VolumeMetricsLog)
+			if strings.Contains(line, want) {
+				return nil
+			}
+			seen = append(seen, p.Name+": "+line)
+		}
+		return fmt.Errorf("node plugins Ready: %v", seen)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitDriverRunning(ctx, t, s, driverNS)
 }
 
 // removalWaitsForTheApp sets the ClusterCSIDriver Removed while the app team's pod uses its
