@@ -223,6 +223,20 @@ func (d *Driver) NodePublishVolume(_ context.Context, req *csi.NodePublishVolume
 	return nil, status.Errorf(codes.Unavailable, "%s: NodePublishVolume of volume %s at %s", NoEFS, req.GetVolumeId(), req.GetTargetPath())
 }
 
+// NodeUnpublishVolume succeeds for a target that is not mounted, as the upstream driver does (it
+// unmounts a mounted one first): the stand-in never mounts, so it only removes the target. Without
+// it the kubelet could not tear a pod's volume down, and the pod would stay Terminating.
+func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	if req.GetVolumeId() == "" || req.GetTargetPath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID and target path are required")
+	}
+	if err := os.Remove(req.GetTargetPath()); err != nil && !os.IsNotExist(err) {
+		return nil, status.Errorf(codes.Internal, "removing target %s: %v", req.GetTargetPath(), err)
+	}
+	d.logger.Printf("NodeUnpublishVolume volume %s at %s", req.GetVolumeId(), req.GetTargetPath())
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
 func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCapabilitiesRequest) (*csi.ControllerGetCapabilitiesResponse, error) {
 	return &csi.ControllerGetCapabilitiesResponse{Capabilities: []*csi.ControllerServiceCapability{{
 		Type: &csi.ControllerServiceCapability_Rpc{Rpc: &csi.ControllerServiceCapability_RPC{Type: csi.ControllerServiceCapability_RPC_CREATE_DELETE_VOLUME}},

@@ -109,7 +109,7 @@ func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string) 
 // node's kubelet; then an app team's SharedVolume reaches the driver through the kubelet.
 func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	pod, timings := installFromOperatorHub(ctx, t, s)
 	for _, name := range slices.Sorted(maps.Keys(timings)) {
