@@ -34,17 +34,17 @@ import (
 const fenceSettle = time.Second
 
 // fenceRetry is how soon a fence the API server does not enforce yet (its policy informer lags
-// a create or an update of the policy or of its ConfigMap) is probed again.
+// a create or an update of the policy or of the ClusterCSIDriver's annotations) is probed again.
 const fenceRetry = 200 * time.Millisecond
 
 // The fence's parameter is annotations of the ClusterCSIDriver: the claims of each namespace (under
 // fenceClaimsPrefix + namespace), the refusal's message and a revision of the two, whose presence
 // puts the fence up.
 const (
-	fenceClaimsPrefix  = "removal-fence.aws-efs.csi-olm.io/"
-	fenceMessageKey    = "aws-efs.csi-olm.io/removal-fence-message"
-	fenceRevisionKey   = "aws-efs.csi-olm.io/removal-fence-revision"
-	fenceAnnotationsOf = "aws-efs.csi-olm.io/removal-fence-"
+	fenceClaimsPrefix = "removal-fence.aws-efs.csi-olm.io/"
+	fenceMessageKey   = "aws-efs.csi-olm.io/removal-fence-message"
+	fenceRevisionKey  = "aws-efs.csi-olm.io/removal-fence-revision"
+	fenceKeyPrefix    = "aws-efs.csi-olm.io/removal-fence-"
 )
 
 // removalFence closes the gap between the last look for volumes in use and the deletes of a
@@ -151,7 +151,7 @@ func fenceAnnotations(claims map[string][]string, message string) map[string]str
 
 // isFenceAnnotation reports whether an annotation of the ClusterCSIDriver belongs to the fence.
 func isFenceAnnotation(key string) bool {
-	return strings.HasPrefix(key, fenceClaimsPrefix) || strings.HasPrefix(key, fenceAnnotationsOf)
+	return strings.HasPrefix(key, fenceClaimsPrefix) || strings.HasPrefix(key, fenceKeyPrefix)
 }
 
 // annotate makes the fence's annotations of the ClusterCSIDriver want (none: the fence is down),

@@ -271,11 +271,7 @@ func (l *lifecycle) fencing(ctx context.Context, in crState) (outcome, error) {
 		return outcome{next: phaseInstalled}, nil
 	}
 	const msg = "refusing new uses of EFS volumes before the AWS EFS CSI driver is removed"
-	claims, err := l.claims()
-	if err != nil {
-		return outcome{}, err
-	}
-	fenced, err := l.fence.raise(ctx, in.recorder, claims, fenceMessage(in.deleting))
+	fenced, err := l.raiseFence(ctx, in)
 	if err != nil {
 		return outcome{}, err
 	}
@@ -293,17 +289,22 @@ func (l *lifecycle) fencing(ctx context.Context, in crState) (outcome, error) {
 	return outcome{next: phaseSettling, message: msg, after: wait}, nil
 }
 
+// raiseFence puts the fence up over the claims bound to EFS volumes now.
+func (l *lifecycle) raiseFence(ctx context.Context, in crState) (bool, error) {
+	claims, err := l.claims()
+	if err != nil {
+		return false, err
+	}
+	return l.fence.raise(ctx, in.recorder, claims, fenceMessage(in.deleting))
+}
+
 func (l *lifecycle) settling(ctx context.Context, in crState) (outcome, error) {
 	if !in.removalAsked() {
 		return outcome{next: phaseInstalled}, nil
 	}
-	claims, err := l.claims()
-	if err != nil {
-		return outcome{}, err
-	}
 	// A claim bound just before the fence came up is added to it, and the fence proved again. A
 	// restarted operator has not seen the fence hold.
-	if _, err := l.fence.raise(ctx, in.recorder, claims, fenceMessage(in.deleting)); err != nil || l.fence.upSince.IsZero() {
+	if _, err := l.raiseFence(ctx, in); err != nil || l.fence.upSince.IsZero() {
 		return outcome{next: phaseFencing}, err
 	}
 	if wait := fenceSettle - time.Since(l.fence.upSince); wait > 0 {
@@ -366,10 +367,10 @@ func (l *lifecycle) removed(ctx context.Context, in crState) (outcome, error) {
 	return outcome{next: phaseRemoved, message: "the AWS EFS CSI driver is removed"}, nil
 }
 
-// report writes the conditions of the phase, Degraded with RemovalFailed when a step failed, and the generation
-// of the CR they answer: the controller that decides what the driver's lifecycle is doing owns
-// status.observedGeneration, so that admins and tests can tell when a change of managementState
-// has been taken in. library-go writes only what changed.
+// report writes the conditions of the phase (Degraded with RemovalFailed when a step failed) and
+// the generation of the CR they answer: the controller that decides what the driver's lifecycle
+// is doing owns status.observedGeneration, so that admins and tests can tell when a change of
+// managementState has been taken in. library-go writes only what changed.
 func (l *lifecycle) report(ctx context.Context, generation int64, message string, failed bool) error {
 	rule := phases[l.phase]
 	status := func(b bool) operatorv1.ConditionStatus {
