@@ -338,7 +338,7 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 		}
 	}
 	violations, deletions := dw.state()
-	t.Logf("%d steps, %d operator kills, %d deletions of a driver object judged, %d PV creates refused by the removal fence, %d violations",
+	t.Logf("%d steps, %d operator kills, %d deletions of a driver object judged, %d creates (PVs and pods) refused by the removal fence, %d violations",
 		steps, kills, deletions, refused, len(violations))
 	if deletions == 0 && steps >= 100 {
 		fail("the operator never deleted the driver during the run: it proves nothing")
