@@ -63,6 +63,8 @@ type removalFence struct {
 	// upSince is when the probe was first refused under the current revision; zero when the fence
 	// is not known to hold.
 	upSince time.Time
+	// revision is the fence's revision that raise wrote last, which the probe's refusal must name.
+	revision string
 	// served is set once the API server was found to serve ValidatingAdmissionPolicies; warned,
 	// once the admin was told that it does not.
 	served, warned bool
@@ -124,10 +126,12 @@ func (f *removalFence) raise(ctx context.Context, recorder events.Recorder, clai
 	if err != nil {
 		return false, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", f.binding.Name, err)
 	}
-	paramChanged, err := f.annotate(ctx, fenceAnnotations(claims, message))
+	want := fenceAnnotations(claims, message)
+	paramChanged, err := f.annotate(ctx, want)
 	if err != nil {
 		return false, err
 	}
+	f.revision = want[fenceRevisionKey]
 	if policyChanged || bindingChanged || paramChanged {
 		f.upSince = time.Time{}
 	}
@@ -220,12 +224,7 @@ func (f *removalFence) settle(ctx context.Context) (time.Duration, error) {
 // probe asks the API server, in a dry run that stores nothing, to admit an EFS PersistentVolume,
 // and reports whether the fence refused it under the revision the operator wrote last.
 func (f *removalFence) probe(ctx context.Context) (bool, error) {
-	cr, err := f.cr.Get(ctx, efs.CRName, metav1.GetOptions{})
-	if err != nil {
-		return false, fmt.Errorf("reading ClusterCSIDriver %s for the removal fence: %w", efs.CRName, err)
-	}
-	revision := cr.GetAnnotations()[fenceRevisionKey]
-	if revision == "" {
+	if f.revision == "" {
 		return false, nil
 	}
 	pv := &corev1.PersistentVolume{
@@ -238,12 +237,12 @@ func (f *removalFence) probe(ctx context.Context) (bool, error) {
 			},
 		},
 	}
-	_, err = f.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: efs.OperatorName})
+	_, err := f.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: efs.OperatorName})
 	switch {
 	case err == nil:
 		return false, nil
 	case RefusedByRemovalFence(err):
-		return strings.Contains(err.Error(), fenceRevision(revision)), nil
+		return strings.Contains(err.Error(), fenceRevision(f.revision)), nil
 	default:
 		return false, fmt.Errorf("probing the removal fence with a dry-run EFS PersistentVolume: %w", err)
 	}
