@@ -49,7 +49,7 @@ TOOL_ENV = CSI_OLM_OPM="$$(hack/tools.sh opm)" CSI_OLM_GRPC_HEALTH_PROBE="$$(hac
 # OLM itself. A test that asks for a tool its tier did not build still gets it, built on demand.
 TEST_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-crds openshift-crds \
 	registry opm grpc_health_probe storage-manifest-check csi-provisioner olm-crds
-E2E_TOOLS := $(TEST_TOOLS) kubelet kube-proxy pause coredns olm catalog kube-rbac-proxy
+E2E_TOOLS := $(TEST_TOOLS) kubelet kube-proxy pause coredns olm catalog cpb kube-rbac-proxy operator-controller catalogd olmv1-crds
 
 # $(call beside,A,B) runs A in the background while B runs, waits for both, and fails if either did.
 beside = $(1) & beside=$$!; rc=0; $(2) || rc=$$?; wait $$beside || rc=$$?; exit $$rc
@@ -194,10 +194,10 @@ graphviz: ## Install Graphviz from Debian's packages when dot is missing (for th
 
 # What a real kubelet node needs from Debian: the container runtime, CNI plugins, the forwarder
 # between the host's loopback and the node's network namespace, and iptables for kube-proxy.
-NODE_PACKAGES := containerd runc containernetworking-plugins socat iptables util-linux iproute2
+NODE_PACKAGES := containerd runc containernetworking-plugins socat iptables util-linux iproute2 busybox-static
 
 .PHONY: node-deps
-node-deps: ## Install what the test bed's real node needs from Debian's packages (containerd, runc, CNI plugins, socat, iptables) when missing
+node-deps: ## Install what the test bed's real node needs from Debian's packages (containerd, runc, CNI plugins, socat, iptables, a static busybox) when missing
 	@# dpkg-query fails on a package it has never heard of, which is what "missing" means here.
 	@missing=$$({ dpkg-query -W -f='$${Status} $${Package}\n' $(NODE_PACKAGES) 2>/dev/null || true; } | \
 		awk '$$3 == "installed" { ok[$$4] = 1 } END { n = split("$(NODE_PACKAGES)", p, " "); \

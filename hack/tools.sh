@@ -24,8 +24,12 @@
 #                                            registry pods run, carried by the catalog images
 #   benchstat                                benchstat_version below: compares the Go benchmark
 #                                            output of `make bench` between two commits
-#   olm, catalog, olm-crds                   olm_version below (built inside OLM's own go.mod;
-#                                            the CRDs copied from it)
+#   olm, catalog, olm-crds, cpb              olm_version below (built inside OLM's own go.mod;
+#                                            the CRDs copied from it; cpb statically, as OLM's
+#                                            util image carries it into bundle images)
+#   operator-controller, catalogd,           olmv1_version below: OLM v1, both binaries built
+#   olmv1-crds                               together inside its own go.mod, statically; the
+#                                            CRDs (standard feature set) copied from it
 #   csi-provisioner, kube-rbac-proxy         provisioner_version and kube_rbac_proxy_version
 #                                            below: the real sidecars of the EFS controller pod,
 #                                            which the real node runs (each built inside its own
@@ -51,6 +55,12 @@ grpc_health_probe_version=v0.4.61
 benchstat_version=v0.0.0-20260908200009-22c9c6c9d4da
 olm_version=v0.46.0
 olm_module=github.com/operator-framework/operator-lifecycle-manager
+# OLM v1. Built in its own go.mod (a module copy), so its Kubernetes libraries need not be this
+# module's. v1.6 and later need pkg.package-operator.run/boxcutter, whose host the Go module
+# proxy here refuses, and their standard runtime uses it too (its tracking cache); v1.5.1 is the
+# newest release the proxy serves that builds without it (README.md#installing-with-olm-v1).
+olmv1_version=v1.5.1
+olmv1_module=github.com/operator-framework/operator-controller
 provisioner_version=v5.3.0
 provisioner_module=github.com/kubernetes-csi/external-provisioner/v5
 # The newest release the Go module proxy serves; the EFS definition names v0.20.0 (README.md#the-real-node).
@@ -60,8 +70,8 @@ kube_rbac_proxy_module=github.com/brancz/kube-rbac-proxy
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
 all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
-	pause etcd kwok kwok-crds olm catalog olm-crds openshift-crds registry coredns grpc_health_probe
-	csi-provisioner kube-rbac-proxy storage-manifest-check benchstat)
+	pause etcd kwok kwok-crds olm catalog olm-crds cpb operator-controller catalogd olmv1-crds openshift-crds
+	registry coredns grpc_health_probe csi-provisioner kube-rbac-proxy storage-manifest-check benchstat)
 kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
@@ -262,17 +272,40 @@ build_olm() {
 	echo "$cache/$1/$v/$1"
 }
 
-# olm_crds: the directory of OLM's CRDs at olm_version, copied from the module without building
-# OLM (controller tests install the CRDs and run no OLM).
-olm_crds() {
-	local v=$olm_version crds="$cache/olm/$olm_version/crds" tmp dir
-	if [[ ! -d $crds ]]; then
-		echo "copying OLM $v's CRDs into $crds" >&2
+# build_olmv1 NAME: OLM v1's operator-controller or catalogd at olmv1_version, both built by one go
+# build in a module_copy, as its Makefile builds them: static, with containers/image's pure-Go
+# OpenPGP (no gpgme); the stack runs them as pods from images of these binaries.
+build_olmv1() {
+	local v=$olmv1_version tmp src b
+	if [[ ! -x $cache/operator-controller/$v/operator-controller || ! -x $cache/catalogd/$v/catalogd ]]; then
+		echo "building operator-controller, catalogd $v into $cache/<tool>/$v/" >&2
 		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
-		mktmp olm-crds
-		module_dir "$olm_module" "$v"
+		module_copy "$olmv1_module" "$v"
+		(cd "$src" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build \
+			-tags containers_image_openpgp \
+			-ldflags "-X github.com/operator-framework/operator-controller/internal/shared/version.version=$v" \
+			-o "$tmp/bin/" ./cmd/operator-controller ./cmd/catalogd)
+		for b in operator-controller catalogd; do
+			mkdir -p "$cache/$b/$v"
+			mv -f "$tmp/bin/$b" "$cache/$b/$v/$b"
+		done
+	fi
+	echo "$cache/$1/$v/$1"
+}
+
+# copy_crds DEST MODULE VERSION GLOB: copies the CRD manifests matching GLOB (relative to the
+# module's root) from MODULE@VERSION into DEST, once, without building the module (controller
+# tests install CRDs and run no OLM); prints DEST.
+copy_crds() {
+	local crds=$1 module=$2 version=$3 glob=$4 tmp dir
+	if [[ ! -d $crds ]]; then
+		echo "copying $module $version's CRDs into $crds" >&2
+		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
+		mktmp crds
+		module_dir "$module" "$version"
 		mkdir -p "$tmp/crds" "$(dirname "$crds")"
-		cp "$dir"/deploy/chart/crds/*.yaml "$tmp/crds/"
+		# shellcheck disable=SC2086 # the glob is expanded on purpose
+		cp "$dir"/$glob "$tmp/crds/"
 		mv "$tmp/crds" "$crds"
 	fi
 	echo "$crds"
@@ -330,7 +363,11 @@ tool() {
 	storage-manifest-check) build_storage_manifest_check ;;
 	kwok | kwok-crds) build_kwok "$1" ;;
 	olm | catalog) build_olm "$1" ;;
-	olm-crds) olm_crds ;;
+	olm-crds) copy_crds "$cache/olm/$olm_version/crds" "$olm_module" "$olm_version" 'deploy/chart/crds/*.yaml' ;;
+	cpb) build_in_copy cpb "$olm_module" "$olm_version" ./util/cpb ;;
+	operator-controller | catalogd) build_olmv1 "$1" ;;
+	# OLM v1's CRDs (ClusterCatalog, ClusterExtension) in the standard feature set a cluster serves.
+	olmv1-crds) copy_crds "$cache/olmv1-crds/$olmv1_version" "$olmv1_module" "$olmv1_version" 'config/base/*/crd/standard/olm.operatorframework.io_*.yaml' ;;
 	registry) go_install registry "$registry_module/cmd/registry" "$registry_version" ;;
 	coredns) go_install coredns github.com/coredns/coredns "$coredns_version" ;;
 	csi-provisioner)
@@ -365,7 +402,8 @@ unit() {
 	case $1 in
 	kube-* | kubelet | etcd | storage-manifest-check | pause) echo kube ;;
 	kwok | kwok-crds) echo kwok ;;
-	olm | catalog | olm-crds) echo olm ;;
+	olm | catalog | olm-crds | cpb) echo olm ;;
+	operator-controller | catalogd | olmv1-crds) echo olmv1 ;;
 	*) echo "$1" ;;
 	esac
 }

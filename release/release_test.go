@@ -63,15 +63,7 @@ func standIn(t testing.TB, ref string, platforms []v1.Platform) v1.ImageIndex {
 	t.Helper()
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
-		layer, err := build.Layer([]build.File{{Path: "/stand-in", Mode: 0o644, Data: []byte(ref + " " + p.String() + "\n")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := build.Image(nil, build.Config{Platform: p}, layer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &p}})
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: testutil.StandInImage(t, ref, p), Descriptor: v1.Descriptor{Platform: &p}})
 	}
 	return idx
 }

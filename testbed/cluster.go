@@ -201,15 +201,20 @@ func (s *Stack) startOLM(ctx context.Context) error {
 		return err
 	}
 	// On a real node the catalog operator dials registry pods by Service name, which only the
-	// cluster's DNS resolves. The images named here are never pulled: catalogs are served by
-	// address (their bundles' objects embedded) or by catalog images that carry opm.
+	// cluster's DNS resolves, and unpacks the bundle images a published catalog names with Jobs
+	// that run its opm and util images. Without a node nothing pulls an image: catalogs are
+	// served by address, their bundles' objects embedded.
 	startCatalog := s.start
+	opmImage, utilImage := "testbed.invalid/opm", "testbed.invalid/util"
 	if s.host != nil {
 		startCatalog = s.startWithClusterDNS
+		if opmImage, utilImage, err = s.pushUnpackImages(ctx); err != nil {
+			return err
+		}
 	}
 	catalog, err := startCatalog("catalog", env, s.opts.Tools.Catalog,
 		"--kubeconfig="+kubeconfig, "--namespace="+OLMNamespace, "--writeStatusName=",
-		"--configmapServerImage=testbed.invalid/configmap-server", "--opmImage=testbed.invalid/opm", "--util-image=testbed.invalid/util")
+		"--configmapServerImage=testbed.invalid/configmap-server", "--opmImage="+opmImage, "--util-image="+utilImage)
 	if err != nil {
 		return err
 	}

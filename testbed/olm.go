@@ -175,3 +175,50 @@ func WaitForDeploymentAvailable(ctx context.Context, c client.Client, namespace,
 		return nil
 	})
 }
+
+// OPMImage and UtilImage are where the stack's OLM finds the images of its bundle-unpack Jobs,
+// under the names OLM's own release uses.
+const (
+	OPMImage  = "quay.io/operator-framework/opm:testbed"
+	UtilImage = "quay.io/operator-framework/olm:testbed"
+)
+
+// pushUnpackImages builds OLM's opm and util images from the tools' opm and cpb and the host's
+// static busybox, pushes them and returns their references.
+func (s *Stack) pushUnpackImages(ctx context.Context) (opmRef, utilRef string, err error) {
+	read := func(paths ...string) ([][]byte, error) {
+		var out [][]byte
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("OLM's unpack images: %w", err)
+			}
+			out = append(out, b)
+		}
+		return out, nil
+	}
+	bins, err := read(s.opts.Tools.Opm, s.opts.Tools.GRPCHealthProbe, busybox, s.opts.Tools.Cpb)
+	if err != nil {
+		return "", "", err
+	}
+	packed, err := build.NewOPM(bins[0], bins[1])
+	if err != nil {
+		return "", "", err
+	}
+	opmImg, err := build.OPMImage(packed)
+	if err != nil {
+		return "", "", err
+	}
+	utilImg, err := build.UtilImage(bins[2], bins[3])
+	if err != nil {
+		return "", "", err
+	}
+	c := s.RegistryClient()
+	if _, err := c.Push(ctx, OPMImage, opmImg); err != nil {
+		return "", "", err
+	}
+	if _, err := c.Push(ctx, UtilImage, utilImg); err != nil {
+		return "", "", err
+	}
+	return OPMImage, UtilImage, nil
+}

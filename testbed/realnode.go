@@ -92,8 +92,13 @@ func cgroupHierarchies() ([]string, error) {
 }
 
 // realNodeTools are the tools a real node runs beyond the cluster's: the kubelet, kube-proxy, the
-// sandbox's pause binary, the cluster DNS and the probe of OLM's registry pods.
-var realNodeTools = []string{"kubelet", "kube-proxy", "pause", "coredns", "grpc_health_probe"}
+// sandbox's pause binary, the cluster DNS, the probe of OLM's registry pods and the bundle
+// copier of its bundle-unpack Jobs.
+var realNodeTools = []string{"kubelet", "kube-proxy", "pause", "coredns", "grpc_health_probe", "cpb"}
+
+// busybox is Debian's statically linked busybox (package busybox-static): the cp of OLM's util
+// image, which needs a cp that runs on an empty base.
+const busybox = "/bin/busybox"
 
 // checkRealNodeHost says what this machine lacks for a real node, all of it at once.
 func checkRealNodeHost(t Tools) error {
@@ -122,6 +127,9 @@ func realNodeMissing(euid int, have func(string) bool, t Tools) []string {
 		if !have(bin) {
 			missing = append(missing, bin+" (`make node-deps` installs it from Debian's packages)")
 		}
+	}
+	if !have(busybox) {
+		missing = append(missing, busybox+", the cp of OLM's util image (`make node-deps` installs busybox-static)")
 	}
 	for _, plugin := range []string{"bridge", "host-local", "loopback"} {
 		if !have(filepath.Join(cniBinDir, plugin)) {
@@ -227,9 +235,14 @@ func (s *Stack) createNetns(ctx context.Context) error {
 // forwarder is socat's arguments to listen on port of the loopback of the namespace it runs in
 // and hand each connection to a socat in the namespace at netnsPath that dials target.
 func forwarder(port, netnsPath, target string) []string {
+	return forwarderOn("127.0.0.1", port, netnsPath, target)
+}
+
+// forwarderOn is forwarder listening on the address bind instead of loopback.
+func forwarderOn(bind, port, netnsPath, target string) []string {
 	// socat splits an address at ':' and ',': the inner address's colons are escaped.
 	return []string{
-		"TCP-LISTEN:" + port + ",bind=127.0.0.1,reuseaddr,fork",
+		"TCP-LISTEN:" + port + ",bind=" + bind + ",reuseaddr,fork",
 		"EXEC:nsenter --net=" + netnsPath + " socat STDIO TCP\\:" + strings.ReplaceAll(target, ":", "\\:"),
 	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestRealNodeSaysWhatTheMachineLacks(t *testing.T) {
-	all := Tools{Kubelet: "/t/kubelet", KubeProxy: "/t/kube-proxy", Pause: "/t/pause", CoreDNS: "/t/coredns", GRPCHealthProbe: "/t/probe"}
+	all := Tools{Kubelet: "/t/kubelet", KubeProxy: "/t/kube-proxy", Pause: "/t/pause", CoreDNS: "/t/coredns", GRPCHealthProbe: "/t/probe", Cpb: "/t/cpb"}
 	everything := func(string) bool { return true }
 	for _, tt := range []struct {
 		name  string
@@ -21,7 +21,8 @@ func TestRealNodeSaysWhatTheMachineLacks(t *testing.T) {
 			[]string{"containerd (`make node-deps`", "runc (`make node-deps`"}},
 		{"no CNI plugins", 0, func(n string) bool { return !strings.HasPrefix(n, cniBinDir) }, all,
 			[]string{"CNI plugin bridge in /usr/lib/cni", "CNI plugin host-local", "CNI plugin loopback"}},
-		{"tools not built", 0, everything, Tools{}, []string{"kubelet (`make tools`", "kube-proxy", "pause", "coredns", "grpc_health_probe"}},
+		{"no static busybox", 0, func(n string) bool { return n != busybox }, all, []string{busybox + ", the cp of OLM's util image"}},
+		{"tools not built", 0, everything, Tools{}, []string{"kubelet (`make tools`", "kube-proxy", "pause", "coredns", "grpc_health_probe", "cpb"}},
 		{"a tool's file gone", 0, func(n string) bool { return n != "/t/coredns" }, all, []string{"coredns (`make tools` builds it)"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -104,6 +104,8 @@ type Stack struct {
 	nodeTokens      map[string]string
 	mu              sync.Mutex
 	procs           []*process
+	// olmv1 is set once StartOLMv1 has run OLM v1.
+	olmv1 bool
 	// ready holds, by component name, the check that says it serves (faults.go waits on it
 	// after a restart).
 	ready map[string]func(context.Context) error

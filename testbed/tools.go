@@ -21,11 +21,15 @@ type Tools struct {
 	Kubelet, KubeProxy, Pause, CoreDNS string
 	// GRPCHealthProbe is the probe OLM's registry pods run; catalog images carry it.
 	GRPCHealthProbe string
+	// Cpb is OLM's bundle copier, which its util image carries into bundle images.
+	Cpb string
 	// CSIProvisioner and KubeRBACProxy are real sidecars of the EFS controller pod, which tests
 	// push as images for the real node to run.
 	CSIProvisioner, KubeRBACProxy string
-	// KwokCRDs, OLMCRDs and OpenShiftCRDs are directories of CRD manifests.
-	KwokCRDs, OLMCRDs, OpenShiftCRDs string
+	// OperatorController and Catalogd are OLM v1, which a real node runs as pods.
+	OperatorController, Catalogd string
+	// KwokCRDs, OLMCRDs, OLMv1CRDs and OpenShiftCRDs are directories of CRD manifests.
+	KwokCRDs, OLMCRDs, OLMv1CRDs, OpenShiftCRDs string
 }
 
 // toolNames maps hack/tools.sh names to the fields they fill.
@@ -35,8 +39,9 @@ func (t *Tools) toolNames() map[string]*string {
 		"kube-scheduler": &t.Scheduler, "kwok": &t.Kwok, "olm": &t.OLM, "catalog": &t.Catalog, "opm": &t.Opm,
 		"kwok-crds": &t.KwokCRDs, "olm-crds": &t.OLMCRDs, "openshift-crds": &t.OpenShiftCRDs,
 		"registry": &t.Registry, "kubelet": &t.Kubelet, "kube-proxy": &t.KubeProxy, "pause": &t.Pause,
-		"coredns": &t.CoreDNS, "grpc_health_probe": &t.GRPCHealthProbe,
+		"coredns": &t.CoreDNS, "grpc_health_probe": &t.GRPCHealthProbe, "cpb": &t.Cpb,
 		"csi-provisioner": &t.CSIProvisioner, "kube-rbac-proxy": &t.KubeRBACProxy,
+		"operator-controller": &t.OperatorController, "catalogd": &t.Catalogd, "olmv1-crds": &t.OLMv1CRDs,
 	}
 }
 

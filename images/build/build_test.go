@@ -242,5 +242,36 @@ func TestOnlyStaticLinuxBinariesGoOnAnEmptyBase(t *testing.T) {
 		if _, err := build.NewOPM(tt.binary, tt.binary); err == nil || !strings.Contains(err.Error(), "opm "+tt.want) {
 			t.Errorf("opm %s: %v, want %q", tt.name, err, tt.want)
 		}
+		if _, err := build.UtilImage(tt.binary, tt.binary); err == nil || !strings.Contains(err.Error(), "util image: cp "+tt.want) {
+			t.Errorf("util image %s: %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestUnpackImagesHoldWhatOLMsJobsRun: OLM's bundle-unpack Job runs /bin/cp and /bin/cpb from
+// the util image, and opm (found on PATH) from the opm image.
+func TestUnpackImagesHoldWhatOLMsJobsRun(t *testing.T) {
+	static := testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/test/e2e/netprobe", "amd64")
+	bin, err := os.ReadFile(static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	util, err := build.UtilImage(bin, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, util); got["/bin/cp"] == "" || got["/bin/cpb"] == "" {
+		t.Errorf("the util image holds %v, want bin/cp and bin/cpb", slices.Sorted(maps.Keys(got)))
+	}
+	packed, err := build.NewOPM(bin, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opm, err := build.OPMImage(packed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := files(t, opm); got[build.OPMBinary] == "" {
+		t.Errorf("the opm image holds %v, want %s", slices.Sorted(maps.Keys(got)), build.OPMBinary)
 	}
 }

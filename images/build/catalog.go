@@ -83,3 +83,31 @@ func Catalog(fbc fs.FS, opm *OPM) (v1.Image, error) {
 	}
 	return Image(nil, CatalogConfig(opm.platform), opm.layer, configs)
 }
+
+// OPMImage is OLM's opm image: opm alone, which OLM's bundle-unpack Jobs run as
+// `opm alpha bundle extract` to write a bundle image's manifests into a ConfigMap.
+func OPMImage(opm *OPM) (v1.Image, error) {
+	return Image(nil, Config{Entrypoint: []string{OPMBinary}, User: NonRootUser, Platform: opm.platform}, opm.layer)
+}
+
+// UtilImage is OLM's util image as its bundle-unpack Jobs use it: the Job's first container
+// copies /bin/cpb out of it with /bin/cp, and runs that cpb inside the bundle image, which has
+// nothing else, to copy the bundle's manifests out.
+func UtilImage(cp, cpb []byte) (v1.Image, error) {
+	platform, err := StaticPlatform("cp", cp)
+	if err != nil {
+		return nil, fmt.Errorf("util image: %w", err)
+	}
+	cpbPlatform, err := StaticPlatform("cpb", cpb)
+	if err != nil {
+		return nil, fmt.Errorf("util image: %w", err)
+	}
+	if !cpbPlatform.Equals(platform) {
+		return nil, fmt.Errorf("util image: cp is built for %s but cpb for %s", platform, cpbPlatform)
+	}
+	layer, err := Layer([]File{{Path: "/bin/cp", Mode: 0o755, Data: cp}, {Path: "/bin/cpb", Mode: 0o755, Data: cpb}})
+	if err != nil {
+		return nil, fmt.Errorf("util image: %w", err)
+	}
+	return Image(nil, Config{User: NonRootUser, Platform: platform}, layer)
+}

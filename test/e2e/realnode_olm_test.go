@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -101,7 +102,9 @@ func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string) 
 }
 
 // TestOperatorHubInstallOnRealNode installs the EFS operator as an admin does from OperatorHub,
-// with nothing simulated: OLM runs the certified catalog image as a registry pod, resolves the
+// from the certified catalog image a release published, with nothing simulated: OLM runs the
+// catalog image as a registry pod, unpacks the bundle image it names by digest with a
+// bundle-unpack Job, resolves the
 // Subscription, and runs the operator's pod from its image, with the CSV's args, env,
 // ServiceAccount and RBAC and in-cluster configuration. The operator must become Ready, stay up
 // for a minute without a restart or a refusal, and deploy the driver onto the node for a
@@ -111,11 +114,11 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 	s := startRealNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	pod, timings := installFromOperatorHub(ctx, t, s)
+	pod, shipped, timings := installFromOperatorHub(ctx, t, s, publishedCatalog)
 	for _, name := range slices.Sorted(maps.Keys(timings)) {
 		t.Logf("%s: %s", name, timings[name].Round(100*time.Millisecond))
 	}
-	assertRunsAsShipped(t, pod, shippedOperator(t))
+	assertRunsAsShipped(t, pod, shipped)
 	// OLM created the bundle's NetworkPolicy beside the operator, and it selects the running pod.
 	var policy networkingv1.NetworkPolicy
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: efs.OperatorName}, &policy); err != nil {
@@ -337,17 +340,40 @@ func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *co
 	}
 }
 
-// installFromOperatorHub pushes the tree's operator and certified catalog images, creates the
-// CatalogSource and the Subscription an admin creates from OperatorHub, and waits for the
-// operator's pod to be Ready. It returns the pod and how long each stage took.
-func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack) (*corev1.Pod, map[string]time.Duration) {
+// catalogForm is the form of the certified catalog an install reads.
+type catalogForm int
+
+const (
+	// publishedCatalog is the catalog image `csi-olm release` pushed: its bundles are images,
+	// which OLM unpacks with bundle-unpack Jobs. Clusters install this form.
+	publishedCatalog catalogForm = iota
+	// offlineCatalog is the committed catalog built into an image: its bundles' objects are
+	// embedded, so OLM reads them from the registry pod without unpacking anything.
+	offlineCatalog
+)
+
+func (f catalogForm) String() string { return [...]string{"published", "offline"}[f] }
+
+// installFromOperatorHub pushes the operator and the certified catalog in the given form,
+// creates the CatalogSource and the Subscription an admin creates from OperatorHub, and waits for
+// the operator's pod to be Ready. It returns the pod, the operator Deployment the CSV ships
+// (which the pod must run unchanged), and how long each stage took.
+func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack, form catalogForm) (*corev1.Pod, operatorsv1alpha1.StrategyDeploymentSpec, map[string]time.Duration) {
 	tb.Helper()
 	c := s.Client
-	shipped := shippedOperator(tb)
 	ns := operatorHubNamespace(ctx, tb, s, readCSV(tb, certifiedCSVFile))
 	timings := map[string]time.Duration{}
-	catalogRef := pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image)
-	pushDriverImages(tb, s, shipped.Spec.Template.Spec.Containers[0])
+	var catalogRef string
+	var shipped operatorsv1alpha1.StrategyDeploymentSpec
+	switch form {
+	case publishedCatalog:
+		p := publish(tb, s)
+		catalogRef, shipped = p.catalogs[definition.Certified], p.operator(tb)
+	case offlineCatalog:
+		shipped = shippedOperator(tb)
+		catalogRef = pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image)
+		pushDriverImages(tb, s, shipped.Spec.Template.Spec.Containers[0])
+	}
 	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it. The
 	// driver's controller pod mounts what the service CA and cloud-credential operators write.
 	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true}); err != nil {
@@ -385,7 +411,7 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV)); err != nil {
 		tb.Fatal(err)
 	}
-	return pod, timings
+	return pod, shipped, timings
 }
 
 // operatorHubNamespace creates what OperatorHub's install page creates for a CSV: its suggested

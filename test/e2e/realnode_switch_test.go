@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -65,18 +66,10 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	defer cancel()
 	c, ns := s.Client, testbed.OperatorsNamespace
 
-	shipped := shippedOperator(t)
-	certifiedRef := pushOperatorAndCatalog(t, s, shipped.Spec.Template.Spec.Containers[0].Image)
-	communityRef, err := s.PushCatalogImage(ctx, "community-catalog", filepath.Join("..", "..", "catalog", "community"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	community := communityOperator(t)
-	pushStandIn(t, s, community.Image, community.Command...)
-	for _, ref := range fixture.CommunityDriverImages {
-		pushStandIn(t, s, ref)
-	}
-	pushDriverImages(t, s, shipped.Spec.Template.Spec.Containers[0])
+	// Both catalogs as a release published them, bundles as images.
+	p := publish(t, s)
+	shipped := p.operator(t)
+	communityRef, certifiedRef := p.catalogs[definition.Community], p.catalogs[definition.Certified]
 	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,241 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/sirupsen/logrus"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images/registry"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/release"
+	"github.com/csi-olm/csi-olm/test/fixture"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+// publishedRegistry is the repository prefix the flows' release publishes under: a real
+// registry's name, which the stack's registry serves, as a release to quay.io would read.
+const publishedRegistry = "quay.io/csi-olm"
+
+// published is a release `csi-olm release` made into the stack's registry: the catalog images
+// it pushed, which point at bundle images by digest, and its output directory. The real-node
+// flows install from it as a cluster installs what a release publishes.
+type published struct {
+	dir string
+	// catalogs are the pushed catalog images by catalog name, read from the release's
+	// catalogs.txt: what the flows' CatalogSources and ClusterCatalogs name.
+	catalogs map[definition.Catalog]string
+}
+
+var publishedOn = struct {
+	sync.Mutex
+	releases map[*testbed.Stack]*published
+}{releases: map[*testbed.Stack]*published{}}
+
+// publish runs a whole release into the stack's registry, once per stack. Every image a release
+// pins must exist for every platform its operator declares, so first it pushes them: what the
+// node runs (the tree's operator for every EFS release, the driver's and sidecars' runnable
+// stand-ins, the community operator's stand-in) as the amd64 image of an index whose other
+// platforms are stand-ins, and a stand-in index for each image nothing here runs.
+func publish(tb testing.TB, s *testbed.Stack) *published {
+	tb.Helper()
+	publishedOn.Lock()
+	defer publishedOn.Unlock()
+	if p := publishedOn.releases[s]; p != nil {
+		return p
+	}
+	ctx := context.Background()
+	operators := drivers.All()
+	head, err := release.HeadOperatorImage(operators)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var binaries []string
+	for _, arch := range []string{"amd64", "arm64"} {
+		binaries = append(binaries, testutil.BuildStatic(tb, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator", arch))
+	}
+	pushOperatorImages(tb, s, operators, head, binaries)
+	for _, o := range operators {
+		if o.CSVPrefix != efs.OperatorName {
+			continue
+		}
+		// Each EFS release's driver runs from its own sidecar tags; an upgrade runs two.
+		for _, rel := range o.Releases {
+			csv := filepath.Join("..", "..", "bundle", o.Package, rel.Version, "manifests", o.CSVName(rel.Version)+".clusterserviceversion.yaml")
+			pushDriverImages(tb, s, csvDeployment(tb, csv).Spec.Template.Spec.Containers[0])
+		}
+	}
+	community := communityOperator(tb)
+	pushStandIn(tb, s, community.Image, community.Command...)
+	for _, ref := range fixture.CommunityDriverImages {
+		pushStandIn(tb, s, ref)
+	}
+	c := s.RegistryClient()
+	for _, w := range release.Wants(operators) {
+		if w.Ref != head {
+			completePlatforms(tb, c, w)
+		}
+	}
+	dir := tb.TempDir()
+	r := &release.Release{
+		Operators: operators, Registry: publishedRegistry, CatalogTag: "e2e",
+		OperatorBinaries: binaries,
+		Version:          "e2e", Revision: "e2e", OPM: s.Tools().Opm, GRPCHealthProbe: s.Tools().GRPCHealthProbe,
+		Client: c, Output: filepath.Join(dir, "release"), Out: testWriter{tb},
+	}
+	if err := r.Run(ctx); err != nil {
+		tb.Fatalf("csi-olm release: %v", err)
+	}
+	p := &published{dir: r.Output, catalogs: readCatalogsFile(tb, filepath.Join(r.Output, release.CatalogsFile))}
+	publishedOn.releases[s] = p
+	return p
+}
+
+// pushOperatorImages pushes the tree's operator under the image of every EFS release but the
+// newest, which the release builds itself: no older source is built here, and an upgrade's
+// first step must run.
+func pushOperatorImages(tb testing.TB, s *testbed.Stack, operators []definition.Operator, head string, binaries []string) {
+	tb.Helper()
+	var raw [][]byte
+	for _, path := range binaries {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		raw = append(raw, b)
+	}
+	for _, o := range operators {
+		if o.CSVPrefix != efs.OperatorName {
+			continue
+		}
+		for _, rel := range o.Releases {
+			if rel.OperatorImage == head {
+				continue
+			}
+			idx, err := build.OperatorIndex(raw, nil, rel.Version, "e2e")
+			if err != nil {
+				tb.Fatal(err)
+			}
+			if _, err := s.RegistryClient().Push(context.Background(), rel.OperatorImage, idx); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+}
+
+// completePlatforms makes w's image an index with an image for every platform w wants: an
+// image already pushed becomes the index's image for its own platform, and each missing
+// platform gets a stand-in holding one file that names it.
+func completePlatforms(tb testing.TB, c *registry.Client, w registry.Want) {
+	tb.Helper()
+	ctx := context.Background()
+	loc, err := c.Location(w.Ref)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	var have []v1.Platform
+	desc, err := remote.Get(loc, remote.WithContext(ctx))
+	switch {
+	case err != nil:
+		// Not pushed: nothing here runs it.
+	case desc.MediaType.IsIndex():
+		return
+	default:
+		img, err := desc.Image()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := cfg.Platform()
+		have = append(have, *p)
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: p}})
+	}
+	for _, p := range w.Platforms {
+		if slices.ContainsFunc(have, p.Equals) {
+			continue
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: testutil.StandInImage(tb, w.Ref, p), Descriptor: v1.Descriptor{Platform: &p}})
+	}
+	if _, err := c.Push(ctx, w.Ref, idx); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// readCatalogsFile reads a release's catalogs.txt: one "<catalog> <image>" line per catalog.
+func readCatalogsFile(tb testing.TB, path string) map[definition.Catalog]string {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	out := map[definition.Catalog]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		name, ref, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !strings.Contains(ref, "@sha256:") {
+			tb.Fatalf("%s: line %q is not '<catalog> <image@digest>'", path, sc.Text())
+		}
+		out[definition.Catalog(name)] = ref
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	for _, want := range []definition.Catalog{definition.Community, definition.Certified} {
+		if out[want] == "" {
+			tb.Fatalf("%s names no %s catalog", path, want)
+		}
+	}
+	return out
+}
+
+// csvFile is the published CSV of a package's version.
+func (p *published) csvFile(pkg, version string) string {
+	matches, _ := filepath.Glob(filepath.Join(p.dir, "bundle", pkg, version, "manifests", "*.clusterserviceversion.yaml"))
+	if len(matches) != 1 {
+		return filepath.Join(p.dir, "bundle", pkg, version, "manifests", "<no single CSV>")
+	}
+	return matches[0]
+}
+
+// operator is the operator Deployment of the published head EFS CSV: what OLM must run.
+func (p *published) operator(tb testing.TB) operatorsv1alpha1.StrategyDeploymentSpec {
+	tb.Helper()
+	return csvDeployment(tb, p.csvFile(efsPackage, strings.TrimPrefix(certifiedHeadCSV, "aws-efs-csi-driver-operator.v")))
+}
+
+func init() {
+	// operator-registry's bundle parser, which the release runs, logs every optional file it
+	// does not find.
+	logrus.SetLevel(logrus.WarnLevel)
+}
+
+// testWriter writes a verb's output to the test's log.
+type testWriter struct{ tb testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.tb.Helper()
+	w.tb.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
