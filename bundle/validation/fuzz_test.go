@@ -13,8 +13,8 @@ import (
 const ebsBundle = "../aws-ebs-csi-driver-operator/4.5.0"
 
 // FuzzBundle replaces a committed bundle's CSV, annotations and Dockerfile with arbitrary bytes
-// and validates it, in release mode and not: whatever the input, every problem names a file and
-// says something, and nothing panics. `make fuzz` runs it briefly.
+// and validates it, in release mode and not, with the OLM v1 checks: whatever the input, every
+// problem names a file and says something, and nothing panics. `make fuzz` runs it briefly.
 func FuzzBundle(f *testing.F) {
 	csvs, err := filepath.Glob(filepath.Join(ebsBundle, build.ManifestsDir, "*.clusterserviceversion.yaml"))
 	if err != nil || len(csvs) != 1 {
@@ -44,7 +44,7 @@ func FuzzBundle(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		for _, p := range validation.Bundle(dir, validation.Options{Release: release}) {
+		for _, p := range validation.Bundle(dir, validation.Options{Release: release, OLMv1: true}) {
 			if p.File == "" || p.Message == "" {
 				t.Errorf("a problem that names no file or says nothing: %+v", p)
 			}

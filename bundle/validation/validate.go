@@ -22,41 +22,52 @@ type Validate struct {
 	Strict bool
 	// Release checks the bundles as a release publishes them (see Options.Release).
 	Release bool
+	// OLMv1 adds the checks of what OLM v1 can install (see OLMv1).
+	OLMv1   bool
 	Explain Explainer
 	Out     io.Writer
 }
 
-// Run validates the bundles and prints the report.
+// Run validates the bundles and prints the report: every problem of every bundle found under
+// every path, in the order of the paths. A path without a bundle is reported and fails the run,
+// but does not stop it.
 func (v *Validate) Run(ctx context.Context) error {
-	var dirs []string
+	var bundles, errs, warnings, explained, empty int
 	for _, p := range v.Paths {
-		found, err := findBundles(p)
+		dirs, err := findBundles(p)
 		if err != nil {
-			return err
+			empty++
+			fmt.Fprintf(v.Out, "FAIL %s\n  %s\n", p, Problem{File: p, Level: Error, Validator: "Load", Message: err.Error()})
+			continue
 		}
-		dirs = append(dirs, found...)
+		for _, dir := range dirs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			bundles++
+			problems := Bundle(dir, Options{Explain: v.Explain, Release: v.Release, OLMv1: v.OLMv1})
+			sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
+			e, w, x := Counts(problems)
+			errs, warnings, explained = errs+e, warnings+w, explained+x
+			status := "ok"
+			if e > 0 {
+				status = "FAIL"
+			}
+			fmt.Fprintf(v.Out, "%s %s\n", status, dir)
+			for _, p := range problems {
+				fmt.Fprintf(v.Out, "  %s\n", p)
+			}
+		}
 	}
-	var errs, warnings, explained int
-	for _, dir := range dirs {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		problems := Bundle(dir, Options{Explain: v.Explain, Release: v.Release})
-		sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
-		e, w, x := Counts(problems)
-		errs, warnings, explained = errs+e, warnings+w, explained+x
-		status := "ok"
-		if e > 0 {
-			status = "FAIL"
-		}
-		fmt.Fprintf(v.Out, "%s %s\n", status, dir)
-		for _, p := range problems {
-			fmt.Fprintf(v.Out, "  %s\n", p)
-		}
+	summary := fmt.Sprintf("%d errors, %d warnings, %d explained warnings", errs, warnings, explained)
+	failure := fmt.Sprintf("%d errors, %d unexplained warnings", errs, warnings)
+	if empty > 0 {
+		summary += fmt.Sprintf(", %d paths without a bundle", empty)
+		failure += fmt.Sprintf(", %d paths without a bundle", empty)
 	}
-	fmt.Fprintf(v.Out, "%d bundles: %d errors, %d warnings, %d explained warnings\n", len(dirs), errs, warnings, explained)
-	if errs > 0 || (v.Strict && warnings > 0) {
-		return fmt.Errorf("bundle validation failed: %d errors, %d unexplained warnings", errs, warnings)
+	fmt.Fprintf(v.Out, "%d bundles: %s\n", bundles, summary)
+	if errs > 0 || empty > 0 || (v.Strict && warnings > 0) {
+		return fmt.Errorf("bundle validation failed: %s", failure)
 	}
 	return nil
 }

@@ -1,5 +1,13 @@
 // Package validation checks registry+v1 bundle directories with operator-framework/api's
 // validators, plus the checks csi-olm adds, and says which file every problem comes from.
+//
+// With Options.OLMv1 (`csi-olm bundle validate --olm-v1`) it also checks that OLM v1,
+// operator-controller v1.11.0, can install each bundle: OLMv1 restates the rules that
+// operator-controller enforces when it resolves a registry+v1 bundle and converts it into the
+// objects it applies (AllNamespaces install mode, no dependencies, no owned API services, the
+// kinds it installs from manifests/, its webhook and CRD rules...). OLMv1Rules lists them, each
+// with a stable ID (olmv1/...), which every finding carries as its Validator, and the file and
+// function of operator-controller it follows.
 package validation
 
 import (
@@ -81,10 +89,21 @@ type Options struct {
 	// Release demands what a released bundle must carry: every image pinned by digest. The
 	// bundles committed for development reference release tags instead.
 	Release bool
+	// OLMv1 adds the checks of what OLM v1 can install (see OLMv1).
+	OLMv1 bool
 }
 
 // Bundle validates one bundle directory and returns every problem found.
 func Bundle(dir string, opts Options) []Problem {
+	problems := checkBundle(dir, opts)
+	if opts.OLMv1 {
+		problems = append(problems, OLMv1(dir)...)
+	}
+	return problems
+}
+
+// checkBundle runs the validators every bundle must pass.
+func checkBundle(dir string, opts Options) []Problem {
 	files, problems := indexManifests(dir)
 	b, err := manifests.GetBundleFromDir(dir)
 	if err != nil {
@@ -262,11 +281,29 @@ func (m manifestIndex) lookupName(name, fallback string) string {
 
 func indexManifests(dir string) (manifestIndex, []Problem) {
 	index := manifestIndex{}
+	objs, problems := readManifests(dir)
+	for _, o := range objs {
+		index[o.Obj.GetKind()+"/"+o.Obj.GetName()] = o.File
+	}
+	return index, problems
+}
+
+// manifestObject is one document of a file in manifests/.
+type manifestObject struct {
+	File string
+	Obj  *unstructured.Unstructured
+}
+
+// readManifests decodes every document of every file directly in manifests/, files in name
+// order, and reports, as Load problems, the files it cannot read or decode. Subdirectories are
+// passed over.
+func readManifests(dir string) ([]manifestObject, []Problem) {
+	var objs []manifestObject
 	var problems []Problem
 	manifestsDir := filepath.Join(dir, build.ManifestsDir)
 	entries, err := os.ReadDir(manifestsDir)
 	if err != nil {
-		return index, []Problem{{File: manifestsDir, Level: Error, Validator: "Load", Message: err.Error()}}
+		return nil, []Problem{{File: manifestsDir, Level: Error, Validator: "Load", Message: err.Error()}}
 	}
 	for _, e := range entries {
 		if e.IsDir() {
@@ -288,11 +325,11 @@ func indexManifests(dir string) (manifestIndex, []Problem) {
 				break
 			}
 			if obj.Object != nil {
-				index[obj.GetKind()+"/"+obj.GetName()] = file
+				objs = append(objs, manifestObject{File: file, Obj: &obj})
 			}
 		}
 	}
-	return index, problems
+	return objs, problems
 }
 
 // ExplainerFor explains warnings with the waivers of the operator definitions.

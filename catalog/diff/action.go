@@ -31,6 +31,9 @@ type Diff struct {
 	Package string
 	Dot     string
 	Out     io.Writer
+	// OLM is the OLM that judges who is worse off: "v0" (the default; Subscriptions) or "v1"
+	// (ClusterExtensions, operator-controller's rule).
+	OLM string
 }
 
 // Run compares the catalogs and prints the changes.
@@ -38,22 +41,24 @@ func (d *Diff) Run(ctx context.Context) error {
 	if !slices.Contains(Formats, d.Output) {
 		return fmt.Errorf("unknown output %q: use %s", d.Output, strings.Join(Formats, ", "))
 	}
-	var opened []*simulate.Opened
-	for _, c := range []struct{ name, arg string }{{"old", d.Old}, {"new", d.New}} {
-		o, err := simulate.Open(ctx, c.arg)
-		if err != nil {
-			return fmt.Errorf("reading the %s catalog: %w", c.name, err)
-		}
-		defer o.Close()
-		o.Name = c.name
-		opened = append(opened, o)
+	switch d.OLM {
+	case "", "v0":
+	case "v1":
+		return d.runV1(ctx)
+	default:
+		return option.Errorf("OLM", "unknown OLM %q: use v0 (Subscriptions, resolved by OLM's catalog operator) or v1 (ClusterExtensions, resolved by operator-controller)", d.OLM)
 	}
+	opened, closeOpened, err := d.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeOpened()
 	opened[1].VersionOf = "old"
 	// Only the packages that changed are asked of OLM, so only those, and what they depend on,
 	// are served.
 	scope := func(catalogs map[string]*index.Catalog) []string {
 		var roots []string
-		for pkg, changed := range changedPackages(catalogs["old"], catalogs["new"]) {
+		for pkg, changed := range changedPackages(catalogs["old"], catalogs["new"], true) {
 			if changed {
 				roots = append(roots, pkg)
 			}
@@ -72,6 +77,61 @@ func (d *Diff) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return d.print(ctx, report, sim.Index("old"), sim.Index("new"))
+}
+
+// open reads the two catalogs, named old and new.
+func (d *Diff) open(ctx context.Context) ([]*simulate.Opened, func(), error) {
+	var opened []*simulate.Opened
+	closeAll := func() {
+		for _, o := range opened {
+			o.Close()
+		}
+	}
+	for _, c := range []struct{ name, arg string }{{"old", d.Old}, {"new", d.New}} {
+		o, err := simulate.Open(ctx, c.arg)
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("reading the %s catalog: %w", c.name, err)
+		}
+		o.Name = c.name
+		opened = append(opened, o)
+	}
+	return opened, closeAll, nil
+}
+
+// runV1 judges with operator-controller's rule: each catalog is a ClusterCatalog beside the
+// environment's, which serve the same for both.
+func (d *Diff) runV1(ctx context.Context) error {
+	opened, closeOpened, err := d.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeOpened()
+	catalogs, closeEnv, err := d.Environment.V1Catalogs(ctx, opened...)
+	if err != nil {
+		return err
+	}
+	defer closeEnv()
+	others := catalogs[2:]
+	oldR, err := simulate.NewV1Resolver(append([]simulate.V1Catalog{catalogs[0]}, others...)...)
+	if err != nil {
+		return err
+	}
+	newR, err := simulate.NewV1Resolver(append([]simulate.V1Catalog{catalogs[1]}, others...)...)
+	if err != nil {
+		return err
+	}
+	report, err := CompareV1(ctx, d.Old, d.New, oldR, newR)
+	if err != nil {
+		return err
+	}
+	return d.print(ctx, report, oldR.Index("old"), newR.Index("new"))
+}
+
+// print writes the report, or its picture, and fails with --breaking when something breaks.
+func (d *Diff) print(ctx context.Context, report *Report, o, n *index.Catalog) error {
+	var err error
 	if d.Breaking {
 		report.Changes = report.Breaking()
 	}
@@ -83,7 +143,7 @@ func (d *Diff) Run(ctx context.Context) error {
 		enc.SetIndent("", "  ")
 		err = enc.Encode(report)
 	default:
-		err = d.picture(ctx, report, sim)
+		err = d.picture(ctx, report, o, n)
 	}
 	if err != nil {
 		return err
@@ -94,7 +154,7 @@ func (d *Diff) Run(ctx context.Context) error {
 	return nil
 }
 
-func (d *Diff) picture(ctx context.Context, report *Report, sim *simulate.Simulator) error {
+func (d *Diff) picture(ctx context.Context, report *Report, o, n *index.Catalog) error {
 	pkg := d.Package
 	if pkg == "" {
 		var changed []string
@@ -108,7 +168,7 @@ func (d *Diff) picture(ctx context.Context, report *Report, sim *simulate.Simula
 		}
 		pkg = changed[0]
 	}
-	g, err := Picture(pkg, sim.Index("old"), sim.Index("new"))
+	g, err := Picture(pkg, o, n)
 	if err != nil {
 		return err
 	}

@@ -11,18 +11,24 @@
 //
 // Only packages whose content changed, or whose dependencies' providers changed, are compared:
 // for any other, OLM's answers are the same in both catalogs.
+//
+// With OLM v1 (CompareV1) the users are ClusterExtensions and the judge is operator-controller's
+// rule (simulate.V1Resolver): the same kinds of change, the head being what a new
+// ClusterExtension with the same spec installs, and a default channel no one reads.
 package diff
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
@@ -102,46 +108,82 @@ func (r *Report) Breaking() []Change {
 // the catalogs came from, for the report.
 func Compare(ctx context.Context, oldName, newName string, sim *simulate.Simulator, existing []simulate.Existing) (*Report, error) {
 	o, n := sim.Index("old"), sim.Index("new")
-	r := &Report{Old: oldName, New: newName}
+	return compare(ctx, oldName, newName, o, n, v0Judge{sim, existing}, changedPackages(o, n, true))
+}
+
+// CompareV1 is Compare for OLM v1: the users are ClusterExtensions, and operator-controller is
+// asked where each goes (simulate.V1Resolver.Walk). oldR resolves over the ClusterCatalog named
+// "old" and newR over the one named "new", each beside the same other ClusterCatalogs. Its
+// starts are each bundle of each channel of the old catalog, installed by a ClusterExtension
+// naming that channel, and each bundle of the package installed by one naming no channel, the
+// usual spec. operator-controller resolves no dependencies, so only packages whose own content
+// changed are compared.
+func CompareV1(ctx context.Context, oldName, newName string, oldR, newR *simulate.V1Resolver) (*Report, error) {
+	o, n := oldR.Index("old"), newR.Index("new")
+	if o == nil || n == nil {
+		return nil, fmt.Errorf("the resolvers lack the ClusterCatalogs \"old\" and \"new\"")
+	}
+	return compare(ctx, oldName, newName, o, n, &v1Judge{old: oldR, new: newR, oldIdx: o}, changedPackages(o, n, false))
+}
+
+func compare(ctx context.Context, oldName, newName string, o, n *index.Catalog, j judge, changed map[string]bool) (*Report, error) {
+	c := &comparer{Report: &Report{Old: oldName, New: newName}, j: j, w: j.wording()}
 	names := map[string]bool{}
 	for _, p := range append(o.Packages(), n.Packages()...) {
 		if p.Decl != nil {
 			names[p.Name] = true
 		}
 	}
-	changed := changedPackages(o, n)
 	for _, pkg := range slices.Sorted(maps.Keys(names)) {
 		op, np := o.Package(pkg), n.Package(pkg)
 		switch {
 		case np == nil || np.Decl == nil:
-			r.add(Change{Kind: PackageRemoved, Package: pkg, Breaking: true,
-				Message: fmt.Sprintf("package %s removed: its Subscriptions no longer resolve", pkg)})
+			c.add(Change{Kind: PackageRemoved, Package: pkg, Breaking: true,
+				Message: fmt.Sprintf("package %s removed: its %s no longer resolve", pkg, c.w.users)})
 			continue
 		case op == nil || op.Decl == nil:
-			r.add(Change{Kind: PackageAdded, Package: pkg, Message: fmt.Sprintf("package %s added (default channel %s)", pkg, np.DefaultChannel())})
+			c.add(Change{Kind: PackageAdded, Package: pkg, Message: fmt.Sprintf("package %s added (default channel %s)", pkg, np.DefaultChannel())})
 			continue
 		case !changed[pkg]:
-			r.Unchanged = append(r.Unchanged, pkg)
+			c.Unchanged = append(c.Unchanged, pkg)
 			continue
 		}
-		if err := r.comparePackage(ctx, op, np, sim, existing); err != nil {
+		if err := c.comparePackage(ctx, op, np); err != nil {
 			return nil, err
 		}
-		r.compareDeprecations(op, np)
+		c.compareDeprecations(op, np)
 	}
-	return r, nil
+	return c.Report, nil
+}
+
+// comparer builds a report, asking j where users go.
+type comparer struct {
+	*Report
+	j judge
+	w wording
+}
+
+// wording names the OLM in a report's messages.
+type wording struct {
+	// olm is who decides, users who are moved, head what they are moved to.
+	olm, users, head string
+	v1               bool
 }
 
 func (r *Report) add(c Change) { r.Changes = append(r.Changes, c) }
 
-func (r *Report) comparePackage(ctx context.Context, op, np *index.Package, sim *simulate.Simulator, existing []simulate.Existing) error {
+func (c *comparer) comparePackage(ctx context.Context, op, np *index.Package) error {
 	pkg := op.Name
 	if op.DefaultChannel() != np.DefaultChannel() {
-		if np.Channels[op.DefaultChannel()] == nil {
-			r.add(Change{Kind: DefaultChannelRemoved, Package: pkg, From: op.DefaultChannel(), To: np.DefaultChannel(), Breaking: true,
+		switch {
+		case c.w.v1:
+			c.add(Change{Kind: DefaultChannelChanged, Package: pkg, From: op.DefaultChannel(), To: np.DefaultChannel(),
+				Message: fmt.Sprintf("default channel %s -> %s (operator-controller does not read it: a ClusterExtension naming no channel takes every channel)", op.DefaultChannel(), np.DefaultChannel())})
+		case np.Channels[op.DefaultChannel()] == nil:
+			c.add(Change{Kind: DefaultChannelRemoved, Package: pkg, From: op.DefaultChannel(), To: np.DefaultChannel(), Breaking: true,
 				Message: fmt.Sprintf("default channel %s no longer exists (the default is now %s): Subscriptions made from OperatorHub's default no longer resolve", op.DefaultChannel(), np.DefaultChannel())})
-		} else {
-			r.add(Change{Kind: DefaultChannelChanged, Package: pkg, From: op.DefaultChannel(), To: np.DefaultChannel(),
+		default:
+			c.add(Change{Kind: DefaultChannelChanged, Package: pkg, From: op.DefaultChannel(), To: np.DefaultChannel(),
 				Message: fmt.Sprintf("default channel %s -> %s (new Subscriptions only; %s still exists)", op.DefaultChannel(), np.DefaultChannel(), op.DefaultChannel())})
 		}
 	}
@@ -149,103 +191,214 @@ func (r *Report) comparePackage(ctx context.Context, op, np *index.Package, sim 
 		och, nch := op.Channels[name], np.Channels[name]
 		switch {
 		case nch == nil:
-			msg := fmt.Sprintf("channel %s removed: its Subscriptions no longer resolve", name)
-			if to := renamedTo(och, np, op); to != "" {
-				msg = fmt.Sprintf("channel %s removed; %s, new, has the same bundles, but Subscriptions name their channel and are not moved: they no longer resolve", name, to)
+			msg := fmt.Sprintf("channel %s removed: its %s no longer resolve", name, c.w.users)
+			if c.w.v1 {
+				msg = fmt.Sprintf("channel %s removed: ClusterExtensions naming only it no longer resolve", name)
 			}
-			r.add(Change{Kind: ChannelRemoved, Package: pkg, Channel: name, Breaking: true, Message: msg})
+			if to := renamedTo(och, np, op); to != "" {
+				msg = fmt.Sprintf("channel %s removed; %s, new, has the same bundles, but %s name their channel and are not moved: they no longer resolve", name, to, c.w.users)
+			}
+			c.add(Change{Kind: ChannelRemoved, Package: pkg, Channel: name, Breaking: true, Message: msg})
 			continue
 		case och == nil:
-			r.add(Change{Kind: ChannelAdded, Package: pkg, Channel: name, Message: fmt.Sprintf("channel %s added (head %s)", name, nch.Head())})
+			c.add(Change{Kind: ChannelAdded, Package: pkg, Channel: name, Message: fmt.Sprintf("channel %s added (head %s)", name, nch.Head())})
 			continue
 		}
-		if err := r.compareChannel(ctx, op, np, och, nch, sim, existing); err != nil {
+		if err := c.compareChannel(ctx, op, np, och, nch); err != nil {
 			return err
 		}
+	}
+	if c.w.v1 {
+		// The usual ClusterExtension names no channel: every bundle of the package, upgraded
+		// along every channel's edges.
+		return c.compareStarts(ctx, op, np, "", slices.Sorted(maps.Keys(op.Bundles)), false, "")
 	}
 	return nil
 }
 
-func (r *Report) compareChannel(ctx context.Context, op, np *index.Package, och, nch *index.Channel, sim *simulate.Simulator, existing []simulate.Existing) error {
+func (c *comparer) compareChannel(ctx context.Context, op, np *index.Package, och, nch *index.Channel) error {
 	pkg, name := op.Name, och.Name
 	for _, b := range slices.Sorted(maps.Keys(union(entrySet(och), entrySet(nch)))) {
 		switch {
 		case nch.Entry(b) == nil:
-			r.add(Change{Kind: BundleRemoved, Package: pkg, Channel: name, Bundle: b, Message: fmt.Sprintf("bundle %s removed from channel %s", b, name)})
+			c.add(Change{Kind: BundleRemoved, Package: pkg, Channel: name, Bundle: b, Message: fmt.Sprintf("bundle %s removed from channel %s", b, name)})
 		case och.Entry(b) == nil:
-			r.add(Change{Kind: BundleAdded, Package: pkg, Channel: name, Bundle: b, Message: fmt.Sprintf("bundle %s added to channel %s", b, name)})
+			c.add(Change{Kind: BundleAdded, Package: pkg, Channel: name, Bundle: b, Message: fmt.Sprintf("bundle %s added to channel %s", b, name)})
 		}
 	}
 	oldEdges, newEdges := edgeSet(och), edgeSet(nch)
 	for _, e := range sortedEdges(union(oldEdges, newEdges)) {
 		switch {
 		case !newEdges[e]:
-			r.add(Change{Kind: EdgeRemoved, Package: pkg, Channel: name, Bundle: e.To, Edge: e.Kind, From: e.From, To: e.To, Message: fmt.Sprintf("edge removed in channel %s: %s", name, describe(e))})
+			c.add(Change{Kind: EdgeRemoved, Package: pkg, Channel: name, Bundle: e.To, Edge: e.Kind, From: e.From, To: e.To, Message: fmt.Sprintf("edge removed in channel %s: %s", name, describe(e))})
 		case !oldEdges[e]:
-			r.add(Change{Kind: EdgeAdded, Package: pkg, Channel: name, Bundle: e.To, Edge: e.Kind, From: e.From, To: e.To, Message: fmt.Sprintf("edge added in channel %s: %s", name, describe(e))})
+			c.add(Change{Kind: EdgeAdded, Package: pkg, Channel: name, Bundle: e.To, Edge: e.Kind, From: e.From, To: e.To, Message: fmt.Sprintf("edge added in channel %s: %s", name, describe(e))})
 		}
 	}
 	oh, nh := och.Head(), nch.Head()
 	ov, nv := op.Version(oh), np.Version(nh)
 	lowered := ov != nil && nv != nil && nv.LT(*ov)
 	if oh != nh {
-		c := Change{Kind: HeadMoved, Package: pkg, Channel: name, From: oh, To: nh, Message: fmt.Sprintf("head of channel %s moved %s -> %s", name, oh, nh)}
+		ch := Change{Kind: HeadMoved, Package: pkg, Channel: name, From: oh, To: nh, Message: fmt.Sprintf("head of channel %s moved %s -> %s", name, oh, nh)}
 		if lowered {
-			c.Kind, c.Breaking = HeadLowered, true
-			c.Message = fmt.Sprintf("head of channel %s moved down, %s (%s) -> %s (%s): users on %s have nothing to upgrade to and OLM never downgrades", name, oh, ov, nh, nv, oh)
+			ch.Kind, ch.Breaking = HeadLowered, true
+			ch.Message = fmt.Sprintf("head of channel %s moved down, %s (%s) -> %s (%s): users on %s have nothing to upgrade to and %s never downgrades", name, oh, ov, nh, nv, oh, c.w.olm)
 		}
-		r.add(c)
+		c.add(ch)
 	}
-	// Every bundle a user may have installed from the old channel, asked of OLM against the old
-	// catalog and against the new.
-	for _, b := range och.EntryNames() {
-		start := simulate.Start{CSV: b, Package: pkg, Channel: name, Existing: existing}
-		before, err := sim.Outcome(ctx, "old", start)
+	return c.compareStarts(ctx, op, np, name, och.EntryNames(), lowered, oh)
+}
+
+// compareStarts asks where every bundle a user may have installed from the old catalog goes,
+// through the old catalog and through the new: those of channel, or with channel "" (OLM v1) of
+// the package, for a ClusterExtension naming no channel. A start that reached the head before
+// and not now is stranded; one that stops lower lands lower; the rest stopped short already.
+// lowered says the channel's head moved down, which users on the old head, oh, already hear of.
+func (c *comparer) compareStarts(ctx context.Context, op, np *index.Package, channel string, bundles []string, lowered bool, oh string) error {
+	pkg := op.Name
+	where := "in channel " + channel
+	if channel == "" {
+		where = "in any channel"
+	}
+	for _, b := range bundles {
+		before, after, ok, err := c.j.outcomes(ctx, pkg, channel, b)
 		if err != nil {
-			return fmt.Errorf("simulating %s in channel %s of the old catalog: %w", b, name, err)
+			return err
 		}
-		start.InstalledFrom = "old"
-		after, err := sim.Outcome(ctx, "new", start)
-		if err != nil {
-			return fmt.Errorf("simulating %s in channel %s of the new catalog: %w", b, name, err)
+		if !ok {
+			continue
 		}
 		what := "users on it"
-		if nch.Entry(b) == nil {
+		if np.Bundles[b] == nil || channel != "" && np.Channels[channel] != nil && np.Channels[channel].Entry(b) == nil {
 			what = "it is removed, and users on it"
 		}
-		c := Change{Package: pkg, Channel: name, Bundle: b, Breaking: true}
+		ch := Change{Package: pkg, Channel: channel, Bundle: b, Breaking: true}
 		switch {
-		case after.Result == simulate.AtHead:
+		case after.result == simulate.AtHead:
 			continue
-		case before.Result == simulate.AtHead:
+		case before.result == simulate.AtHead && lowered && b == oh:
 			// The old head above a lowered one is the head-lowered change already.
-			if lowered && b == oh {
-				continue
-			}
-			c.Kind = Stranded
-			c.Message = fmt.Sprintf("%s in channel %s: %s reached the head %s and are now stranded at %s: %s", b, name, what, before.End, after.End, after.Why())
-		case after.EndVersion.LT(*before.EndVersion):
-			c.Kind = LandsLower
-			c.Message = fmt.Sprintf("%s in channel %s: OLM took %s to %s and now stops lower, at %s: %s", b, name, what, before.End, after.End, after.Why())
+			continue
+		case before.result == simulate.AtHead && after.result == simulate.Stranded && after.end == before.end && after.headVersion != nil && after.endVersion != nil && after.headVersion.LT(*after.endVersion):
+			// Users stay where they were, now above the head: the head moved down under them,
+			// which OLM v1's latest does when the bundles above it are deprecated.
+			ch.Kind = HeadLowered
+			ch.Message = fmt.Sprintf("%s %s: the %s moved down to %s (%s); users on %s keep it, with nothing to upgrade to: %s never downgrades", b, where, c.w.head, after.head, after.headVersion, b, c.w.olm)
+		case before.result == simulate.AtHead:
+			ch.Kind = Stranded
+			ch.Message = fmt.Sprintf("%s %s: %s reached the %s %s and are now stranded at %s: %s", b, where, what, c.w.head, before.end, after.end, after.why)
+		case after.endVersion != nil && before.endVersion != nil && after.endVersion.LT(*before.endVersion):
+			ch.Kind = LandsLower
+			ch.Message = fmt.Sprintf("%s %s: %s took %s to %s and now stops lower, at %s: %s", b, where, c.w.olm, what, before.end, after.end, after.why)
 		default:
-			c.Kind, c.Breaking = AlreadyStranded, false
-			c.Message = fmt.Sprintf("%s in channel %s: already stranded before this change, at %s: %s", b, name, before.End, before.Why())
-			if after.End != before.End || after.Why() != before.Why() {
-				c.Message += fmt.Sprintf("; now at %s: %s", after.End, after.Why())
+			ch.Kind, ch.Breaking = AlreadyStranded, false
+			ch.Message = fmt.Sprintf("%s %s: already stranded before this change, at %s: %s", b, where, before.end, before.why)
+			if after.end != before.end || after.why != before.why {
+				ch.Message += fmt.Sprintf("; now at %s: %s", after.end, after.why)
 			}
-			r.AlreadyBroken = append(r.AlreadyBroken, c)
+			c.AlreadyBroken = append(c.AlreadyBroken, ch)
 			continue
 		}
-		r.add(c)
+		c.add(ch)
 	}
 	return nil
+}
+
+// outcome is where a start ends: at the head (v1: the latest), short of it, or unresolvable,
+// and why not at the head.
+type outcome struct {
+	result     simulate.Result
+	end        string
+	endVersion *semver.Version
+	why        string
+	// head is the channel head (v1: the latest), where a start that ends well ends.
+	head        string
+	headVersion *semver.Version
+}
+
+// judge asks an OLM where a user of the old catalog goes.
+type judge interface {
+	wording() wording
+	// outcomes installs bundle, of the old catalog's package, subscribed to channel ("" for
+	// none, OLM v1 only), and says where it ends in the old catalog and in the new; ok is false
+	// for a start that cannot exist.
+	outcomes(ctx context.Context, pkg, channel, bundle string) (before, after outcome, ok bool, err error)
+}
+
+// v0Judge asks OLM v0's resolver, with the cluster's installed operators.
+type v0Judge struct {
+	sim      *simulate.Simulator
+	existing []simulate.Existing
+}
+
+func (v0Judge) wording() wording { return wording{olm: "OLM", users: "Subscriptions", head: "head"} }
+
+func (j v0Judge) outcomes(ctx context.Context, pkg, channel, bundle string) (before, after outcome, ok bool, err error) {
+	start := simulate.Start{CSV: bundle, Package: pkg, Channel: channel, Existing: j.existing}
+	b, err := j.sim.Outcome(ctx, "old", start)
+	if err != nil {
+		return before, after, false, fmt.Errorf("simulating %s in channel %s of the old catalog: %w", bundle, channel, err)
+	}
+	start.InstalledFrom = "old"
+	a, err := j.sim.Outcome(ctx, "new", start)
+	if err != nil {
+		return before, after, false, fmt.Errorf("simulating %s in channel %s of the new catalog: %w", bundle, channel, err)
+	}
+	return outcome{result: b.Result, end: b.End, endVersion: b.EndVersion, why: b.Why(), head: b.Head},
+		outcome{result: a.Result, end: a.End, endVersion: a.EndVersion, why: a.Why(), head: a.Head}, true, nil
+}
+
+// v1Judge asks operator-controller's rule, over the old catalog and over the new, each with the
+// same other ClusterCatalogs.
+type v1Judge struct {
+	old, new *simulate.V1Resolver
+	oldIdx   *index.Catalog
+}
+
+func (*v1Judge) wording() wording {
+	return wording{olm: "operator-controller", users: "ClusterExtensions", head: "latest", v1: true}
+}
+
+func (j *v1Judge) outcomes(ctx context.Context, pkg, channel, bundle string) (before, after outcome, ok bool, err error) {
+	p := j.oldIdx.Package(pkg)
+	b := p.Bundles[bundle]
+	if b == nil || b.Version == nil {
+		// A channel entry without its bundle, or a bundle without a version: nothing a
+		// ClusterExtension can have installed.
+		return before, after, false, nil
+	}
+	req := simulate.V1Request{Package: pkg, Installed: &simulate.V1Installed{Name: bundle, Version: b.Version.String()}}
+	if channel != "" {
+		req.Channels = []string{channel}
+	}
+	var out [2]outcome
+	for i, r := range []*simulate.V1Resolver{j.old, j.new} {
+		path, err := r.Walk(ctx, req, "old")
+		var se *simulate.V1SpecError
+		if errors.As(err, &se) {
+			// A package or channel name the API server refuses: no ClusterExtension names it.
+			return before, after, false, nil
+		}
+		if err != nil {
+			return before, after, false, fmt.Errorf("asking operator-controller's rule about %s %s: %w", bundle, channelWhere(channel), err)
+		}
+		out[i] = outcome{result: path.Result, end: path.End, endVersion: path.EndSemver(), why: path.Why(), head: path.Latest, headVersion: path.LatestSemver()}
+	}
+	return out[0], out[1], true, nil
+}
+
+func channelWhere(channel string) string {
+	if channel == "" {
+		return "in any channel"
+	}
+	return "in channel " + channel
 }
 
 // changedPackages lists the packages whose content differs between the catalogs, and those
 // whose bundles require an API or a package that a changed package provides, transitively.
 // Any other package gets the same answers from OLM in both catalogs: the catalogs that provide
 // dependencies, and the installed operators, are the same for both.
-func changedPackages(o, n *index.Catalog) map[string]bool {
+func changedPackages(o, n *index.Catalog, followDependencies bool) map[string]bool {
 	changed := map[string]bool{}
 	providers := index.Providers(o, n)
 	requires := map[string]map[string]bool{}
@@ -280,7 +433,7 @@ func changedPackages(o, n *index.Catalog) map[string]bool {
 		changed[pkg] = op == nil || np == nil || fingerprint(op) != fingerprint(np)
 	}
 	anyChanged := slices.ContainsFunc(all, func(p string) bool { return changed[p] })
-	for grew := true; grew; {
+	for grew := followDependencies; grew; {
 		grew = false
 		for _, pkg := range all {
 			if changed[pkg] {

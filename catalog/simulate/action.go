@@ -14,6 +14,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/option"
 )
 
 // Formats the verb prints: a report, the paths as data, or the upgrade graph with the path marked.
@@ -41,23 +42,51 @@ type Simulate struct {
 	// Dot is the Graphviz binary, for svg and png.
 	Dot string
 	Out io.Writer
+
+	// OLM is the OLM whose choices are predicted: "v0" (the default; Subscriptions, resolved by
+	// OLM's catalog operator) or "v1" (ClusterExtensions, resolved by operator-controller).
+	OLM string
+	// Channels are the channels of the subscription: one for v0, where Start.Channel may name
+	// it too; any number for a ClusterExtension's spec.source.catalog.channels.
+	Channels []string
+	// Version is a ClusterExtension's version range (v1 only).
+	Version string
+	// Policy is a ClusterExtension's upgrade constraint policy (v1 only; "" is CatalogProvided).
+	Policy string
 }
 
 // ErrOneStart is a verb given no start, or more than one kind.
 var ErrOneStart = errors.New("say where to start: one installed CSV, every start of the catalog, or the cluster's Subscriptions")
 
 // UnresolvableError is a run in which OLM cannot resolve some starts; every path was printed.
-type UnresolvableError struct{ Unresolvable, Starts int }
+type UnresolvableError struct {
+	Unresolvable, Starts int
+	// OLM is the OLM simulated, "" for v0.
+	OLM string
+}
 
 func (e *UnresolvableError) Error() string {
+	if e.OLM == "v1" {
+		return fmt.Sprintf("operator-controller cannot resolve %d of %d start(s): see their Progressing message above", e.Unresolvable, e.Starts)
+	}
 	return fmt.Sprintf("OLM cannot resolve %d of %d start(s): see their ResolutionFailed above", e.Unresolvable, e.Starts)
 }
 
 // Run simulates and prints every start's path. It fails, after printing them all, when OLM
 // cannot resolve one.
 func (a *Simulate) Run(ctx context.Context) error {
+	switch a.OLM {
+	case "", "v0":
+	case "v1":
+		return a.runV1(ctx)
+	default:
+		return option.Errorf("OLM", "unknown OLM %q: use v0 (Subscriptions, resolved by OLM's catalog operator) or v1 (ClusterExtensions, resolved by operator-controller)", a.OLM)
+	}
 	if !slices.Contains(Formats, a.Output) {
 		return fmt.Errorf("unknown output %q: use %s", a.Output, strings.Join(Formats, ", "))
+	}
+	if err := a.v0Options(); err != nil {
+		return err
 	}
 	modes := 0
 	for _, on := range []bool{a.Start.CSV != "", a.All, a.FromCluster} {
@@ -127,6 +156,24 @@ func (a *Simulate) Run(ctx context.Context) error {
 	}
 	if unresolvable > 0 {
 		return &UnresolvableError{Unresolvable: unresolvable, Starts: len(paths)}
+	}
+	return nil
+}
+
+// v0Options refuses what only a ClusterExtension has, and takes the Subscription's channel from
+// Channels.
+func (a *Simulate) v0Options() error {
+	switch {
+	case a.Version != "":
+		return option.Errorf("Version", "a version range is a ClusterExtension's (--olm v1); a Subscription follows its channel")
+	case a.Policy != "":
+		return option.Errorf("Policy", "an upgrade constraint policy is a ClusterExtension's (--olm v1); a Subscription always follows the catalog's edges")
+	case len(a.Channels) > 1:
+		return option.Errorf("Channels", "a Subscription names one channel, and %d were given (%s): several are for a ClusterExtension (--olm v1)", len(a.Channels), strings.Join(a.Channels, ", "))
+	case len(a.Channels) == 1 && a.Start.Channel != "" && a.Start.Channel != a.Channels[0]:
+		return option.Errorf("Channels", "channel %q, and %q as the start's: name one", a.Channels[0], a.Start.Channel)
+	case len(a.Channels) == 1:
+		a.Start.Channel = a.Channels[0]
 	}
 	return nil
 }

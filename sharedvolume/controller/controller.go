@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -49,6 +51,9 @@ const (
 	ReasonNotAllowed = "FileSystemNotAllowed"
 	ReasonMismatch   = "VolumeMismatch"
 	ReasonDeleting   = "Deleting"
+	// ReasonVolumesKept: the SharedVolume went with its CRD (an uninstall), its claim and
+	// volume stay.
+	ReasonVolumesKept = "VolumesKept"
 	// ReasonNameTooLong: the SharedVolume's name cannot name or label its PV and PVC.
 	ReasonNameTooLong = "NameTooLong"
 	// ReasonVolumeRefused: admission refused the PV, as it does while the driver is removed.
@@ -353,6 +358,22 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	return status, nil
 }
 
+// crdDeleting says whether the SharedVolume CRD is being deleted. It reads only the CRD's
+// metadata, from the API server: the operator may get that one CRD, and a cache of it would
+// need a watch on every CRD.
+func (r *Reconciler) crdDeleting(ctx context.Context) (bool, error) {
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	var reader client.Reader = r.Client
+	if r.Reader != nil {
+		reader = r.Reader
+	}
+	if err := reader.Get(ctx, client.ObjectKey{Name: efs.SharedVolumeCRD}, crd); err != nil {
+		return false, fmt.Errorf("reading CustomResourceDefinition %s: %w", efs.SharedVolumeCRD, err)
+	}
+	return crd.DeletionTimestamp != nil, nil
+}
+
 // getAny reads an object from the cache and, when the cache does not have it (it only holds
 // objects labelled as a SharedVolume's), from the API server: a colliding object is unlabelled.
 func (r *Reconciler) getAny(ctx context.Context, key client.ObjectKey, obj client.Object) error {
@@ -439,7 +460,10 @@ func statusMessage(status v1alpha1.SharedVolumeStatus) string {
 }
 
 // delete removes the PVC, then the PV, then the finalizer: the PV is only released once no
-// claim can use it. Objects the SharedVolume does not own are left alone.
+// claim can use it. Objects the SharedVolume does not own are left alone. When the SharedVolume
+// CRD itself is being deleted, the API server is deleting every SharedVolume and no app team
+// asked for it (OLM v1 deletes the CRDs of an extension it uninstalls): then only the finalizer
+// goes, and the claims and volumes stay for the pods that use them.
 func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(sv, efs.SharedVolumeFinalizer) {
 		return reconcile.Result{}, nil
@@ -463,6 +487,9 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 	// more before the finalizer goes, for an object made milliseconds before the deletion that
 	// the cache's watch has not brought yet.
 	cached := func(ctx context.Context, key client.ObjectKey, obj client.Object) error { return r.Get(ctx, key, obj) }
+	// Asked once, and only before something would be deleted.
+	uninstalling := sync.OnceValues(func() (bool, error) { return r.crdDeleting(ctx) })
+scan:
 	for _, get := range []func(context.Context, client.ObjectKey, client.Object) error{cached, r.getAny} {
 		for _, obj := range objects {
 			err := get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -476,6 +503,16 @@ func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (rec
 				continue
 			}
 			if obj.GetDeletionTimestamp() == nil {
+				uninstall, err := uninstalling()
+				if err != nil {
+					return reconcile.Result{}, err
+				}
+				if uninstall {
+					if r.Recorder != nil {
+						r.Recorder.Eventf(sv, corev1.EventTypeNormal, ReasonVolumesKept, "the SharedVolume CRD is being deleted: PersistentVolumeClaim %s and PersistentVolume %s stay", volumes.PVCName(sv), volumes.PVName(sv))
+					}
+					break scan
+				}
 				if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
 					return reconcile.Result{}, fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
 				}

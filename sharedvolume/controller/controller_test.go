@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -205,6 +206,60 @@ func TestCreateReadyDeleteCleanedUp(t *testing.T) {
 		}
 		return nil
 	}))
+}
+
+// TestDeletingTheCRDKeepsTheVolumes deletes the SharedVolume CRD, as OLM v1 does when it
+// uninstalls the operator, while the controller still runs: the API server deletes every
+// SharedVolume, and the controller lets each go without its claim and volume, which stay
+// unchanged for the pods that use them. Recreated under the same name after a reinstall, the
+// SharedVolume takes them back.
+func TestDeletingTheCRDKeepsTheVolumes(t *testing.T) {
+	b := newBed(t)
+	stop := b.run()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b.namespace(ctx, "team-a", nil)
+	v := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
+	must(t, b.c.Create(ctx, v))
+	must(t, eventually(ctx, "Ready", b.phase(v, v1alpha1.SharedVolumeReady)))
+	kept := []client.Object{
+		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-team-a-data"}},
+		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "pvc-data"}},
+	}
+	uids := map[string]types.UID{}
+	for _, o := range kept {
+		must(t, b.c.Get(ctx, client.ObjectKeyFromObject(o), o))
+		uids[o.GetName()] = o.GetUID()
+	}
+
+	svCRD := shippedCRD(t)
+	must(t, b.c.Delete(ctx, svCRD))
+	must(t, eventually(ctx, "the CRD gone", func(ctx context.Context) error {
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(svCRD), svCRD); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	}))
+	must(t, eventually(ctx, "the VolumesKept event", b.eventFor(v, controller.ReasonVolumesKept)))
+	for _, o := range kept {
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || o.GetUID() != uids[o.GetName()] || o.GetDeletionTimestamp() != nil {
+			t.Errorf("after the CRD's deletion, %T %s: %v (deleting since %v)", o, o.GetName(), err, o.GetDeletionTimestamp())
+		}
+	}
+
+	// The reinstall: the CRD again, a new controller, the SharedVolume recreated from its saved
+	// spec.
+	stop()
+	must(t, testbed.InstallCRDs(ctx, b.c, shippedCRD(t)))
+	b.run()
+	again := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
+	must(t, eventually(ctx, "the SharedVolume recreated", func(ctx context.Context) error { return b.c.Create(ctx, again) }))
+	must(t, eventually(ctx, "Ready again", b.phase(again, v1alpha1.SharedVolumeReady)))
+	for _, o := range kept {
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || o.GetUID() != uids[o.GetName()] {
+			t.Errorf("after the reinstall, %T %s: %v (UID %s, was %s)", o, o.GetName(), err, o.GetUID(), uids[o.GetName()])
+		}
+	}
 }
 
 // TestLegacyObjectsAreAdopted gives the controller the PV and PVC the community operator made,

@@ -43,6 +43,8 @@ type caseFile struct {
 	Remove []string `json:"remove,omitempty"`
 	// Release runs the verb as a release does, where it has such a mode.
 	Release bool `json:"release,omitempty"`
+	// OLMv1 adds OLM v1's limits to a bundle's checks (`bundle validate --olm-v1`).
+	OLMv1 bool `json:"olmV1,omitempty"`
 	// Want lists what the verb's output and error must say, every line.
 	Want []string `json:"want"`
 }
@@ -56,7 +58,7 @@ var surfaces = map[string]verb{
 		return (&catalogvalidation.Validate{Dir: input, Out: out}).Run(ctx)
 	},
 	"bundle": func(ctx context.Context, input string, c *caseFile, out io.Writer) error {
-		return (&bundlevalidation.Validate{Paths: []string{input}, Release: c.Release, Out: out}).Run(ctx)
+		return (&bundlevalidation.Validate{Paths: []string{input}, Release: c.Release, OLMv1: c.OLMv1, Out: out}).Run(ctx)
 	},
 }
 

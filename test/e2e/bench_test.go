@@ -151,7 +151,7 @@ func BenchmarkOLMv1(b *testing.B) {
 		timings := olmv1Timings{}
 		pod := installWithOLMv1(ctx, b, s, p, "4.10.0", timings)
 		begin := time.Now()
-		bumpOLMv1Version(ctx, b, s, "4.11.0")
+		patchOLMv1Catalog(ctx, b, s, map[string]any{"version": "4.11.0"})
 		waitForOLMv1Operator(ctx, b, s, p, pod.Namespace, "4.11.0")
 		timings["version-bump-to-operator-ready-s"] = time.Since(begin)
 		for name, d := range timings {

@@ -85,7 +85,6 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds := objects[len(objects)-1].(*appsv1.DaemonSet)
-	uid := ds.UID
 
 	// The operator keeps running in the community's namespace, which the cluster's Prometheus
 	// does not scrape: the verb's plan says so and how to change it, and the admin does.
@@ -135,7 +134,29 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 		t.Errorf("after the switch, without the ClusterCSIDriver, %s's expression gives %d series, want 1", notEnabledAlert, n)
 	}
 
-	begin = time.Now()
+	adoptOnClusterCSIDriver(ctx, t, s, ds, shipped, pod)
+	if n := notEnabledSeries(ctx, t, s, ns, scrapeOperator(ctx, t, s, ns)); n != 0 {
+		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
+	}
+}
+
+// envOf is the value of a container's environment variable, "" when it has none.
+func envOf(c corev1.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// adoptOnClusterCSIDriver creates the ClusterCSIDriver and checks that the operator in pod
+// adopts the running community DaemonSet ds in place (same UID, the community label gone, the
+// driver image of the shipped CSV) and that the driver then runs Ready.
+func adoptOnClusterCSIDriver(ctx context.Context, t *testing.T, s *testbed.Stack, ds *appsv1.DaemonSet, shipped operatorsv1alpha1.StrategyDeploymentSpec, pod *corev1.Pod) {
+	t.Helper()
+	c, uid := s.Client, ds.UID
+	begin := time.Now()
 	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
 		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
@@ -161,19 +182,6 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 		t.Fatalf("%v\noperator log:\n%s", err, tailLines(podLog(ctx, kubeClient(s), pod), 30))
 	}
 	t.Logf("ClusterCSIDriver -> the running driver adopted: %s", time.Since(begin).Round(100*time.Millisecond))
-	ready := waitDriverRunning(ctx, t, s, ns)
+	ready := waitDriverRunning(ctx, t, s, ds.Namespace)
 	t.Logf("ClusterCSIDriver -> the adopted driver Running and Ready: %s", ready.Sub(begin).Round(100*time.Millisecond))
-	if n := notEnabledSeries(ctx, t, s, ns, scrapeOperator(ctx, t, s, ns)); n != 0 {
-		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
-	}
-}
-
-// envOf is the value of a container's environment variable, "" when it has none.
-func envOf(c corev1.Container, name string) string {
-	for _, e := range c.Env {
-		if e.Name == name {
-			return e.Value
-		}
-	}
-	return ""
 }

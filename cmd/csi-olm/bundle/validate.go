@@ -17,8 +17,13 @@ operator-framework/api's default bundle validators, the OperatorHub, standard ca
 standard categories and good-practices validators, and csi-olm's own checks (images named by a
 release tag or a digest, never latest, and listed in relatedImages; no wildcard permissions;
 bundle.Dockerfile labels equal to metadata/annotations.yaml). With --release, every image must be
-pinned by digest, as in the bundles ` + "`csi-olm release`" + ` writes. Prints every problem with the file it comes from. Warnings that an
-operator definition explains are shown as explained and do not count.
+pinned by digest, as in the bundles ` + "`csi-olm release`" + ` writes. With --olm-v1, every bundle must also be one OLM v1
+(operator-controller v1.11.0) installs: AllNamespaces install mode, no dependencies, no owned API
+services, only supported kinds in manifests/, well-formed webhook definitions and the rest of the
+checks operator-controller runs when it converts a registry+v1 bundle; each such error names its
+rule (olmv1/...). Prints every problem of every bundle with the file it comes from; a path
+without a bundle is an error too. Warnings that an operator definition explains are shown as
+explained and do not count.
 
 Exits non-zero when a bundle has errors, or with --strict, unexplained warnings.`,
 		Args: cobra.MinimumNArgs(1),
@@ -31,5 +36,6 @@ Exits non-zero when a bundle has errors, or with --strict, unexplained warnings.
 	}
 	cmd.Flags().BoolVar(&v.Strict, "strict", false, "fail on warnings that no waiver explains")
 	cmd.Flags().BoolVar(&v.Release, "release", false, "check released bundles: every image pinned by digest")
+	cmd.Flags().BoolVar(&v.OLMv1, "olm-v1", false, "also check that OLM v1 (operator-controller v1.11.0) can install every bundle")
 	return cmd
 }

@@ -34,10 +34,19 @@ nothing provides, in both, is no change.
 Catalogs are directories or catalog images (registry.example/catalog:tag), as for simulate.
 
 Output (-o): text, json, or a package's graph with the changes marked (added green, removed
-red and dashed): dot, mermaid, svg, png.`,
+red and dashed): dot, mermaid, svg, png.
+
+--olm v1 judges for OLM v1's users instead, ClusterExtensions, with operator-controller's rule
+(see ` + "`csi-olm catalog simulate --help`" + `): each bundle of the old catalog installed by a
+ClusterExtension naming its channel, and by one naming no channel, is asked where it goes through
+the old catalog and through the new, each a ClusterCatalog beside the --with-catalog ones ("head"
+becomes "latest": what a new ClusterExtension with the same spec installs). A default channel
+removed breaks nothing there: operator-controller does not read it. --existing-operator and
+--existing-api are OLM v0's and refused.`,
 		Example: `  csi-olm catalog diff old/catalog/certified catalog/certified
   csi-olm catalog diff --breaking old/catalog/certified catalog/certified
-  csi-olm catalog diff old/catalog/certified catalog/certified -o svg --package aws-efs-operator > diff.svg`,
+  csi-olm catalog diff old/catalog/certified catalog/certified -o svg --package aws-efs-operator > diff.svg
+  csi-olm catalog diff --breaking --olm v1 old/catalog/certified catalog/certified`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			d.Old, d.New = args[0], args[1]
@@ -52,5 +61,7 @@ red and dashed): dot, mermaid, svg, png.`,
 	fills(f, "package", "Package")
 	environmentFlags(f, &d.Environment)
 	f.StringVar(&d.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
+	f.StringVar(&d.OLM, "olm", "v0", "the OLM whose users are judged: v0 (Subscriptions, OLM's catalog operator) or v1 (ClusterExtensions, operator-controller)")
+	fills(f, "olm", "OLM")
 	return cmd
 }

@@ -78,4 +78,6 @@ func environmentFlags(f *pflag.FlagSet, env *simulate.Environment) {
 	f.StringArrayVar(&env.Catalogs, "with-catalog", nil, "another CatalogSource of the cluster, providing dependencies: a directory or image, optionally followed by ,priority=N (repeatable)")
 	f.StringArrayVar(&env.Packages, "existing-operator", nil, "an operator the cluster has installed, as PACKAGE@VERSION (repeatable)")
 	f.StringArrayVar(&env.APIs, "existing-api", nil, "an API an installed operator provides, as GROUP/VERSION/KIND (repeatable)")
+	fills(f, "existing-operator", "Environment.Packages")
+	fills(f, "existing-api", "Environment.APIs")
 }

@@ -46,12 +46,36 @@ Every start is printed; the verb then exits non-zero when OLM cannot resolve one
 operators.operatorframework.io.index.configs.v1 label names.
 
 Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, mermaid, svg, png
-(svg and png through Graphviz's dot).`,
+(svg and png through Graphviz's dot).
+
+--olm v1 predicts OLM v1 instead (operator-controller v1.11.0, a ClusterExtension installing the
+package from ClusterCatalogs), whose rule is its own: each reconcile picks, from every
+ClusterCatalog, the highest version of the package in the ClusterExtension's channels (every
+channel when none is given) and version range that is the installed bundle itself or names it in
+its replaces or skips, or whose skipRange contains its version; bundles deprecated by the catalog
+come last; the ClusterCatalog of highest priority wins and two at the same top priority are an
+error; a bundle that declares a dependency is refused. The path is every bundle it rolls out until
+it resolves to what is installed; "latest" is what a new ClusterExtension with the same spec
+installs. With --olm v1:
+  --channel CHANNEL                 spec.source.catalog.channels (repeatable; default: all)
+  --version RANGE                   spec.source.catalog.version, a Masterminds/semver range
+                                    (">=4.10.0, <5", "4.11.x", "~4.10")
+  --upgrade-constraint-policy P     CatalogProvided (default) or SelfCertified (edges ignored:
+                                    any version in range, a downgrade included)
+  --with-catalog DIR|IMAGE[,priority=N]   another ClusterCatalog, with its spec.priority
+  --installed CSV / --installed-from   the installed bundle, and the catalog it was installed
+                                    from, which is not a ClusterCatalog of the cluster simulated
+                                    (add it with --with-catalog to keep it one)
+  --all                             every package's new ClusterExtension and every bundle
+                                    installed (of --package only, when given)
+--from-cluster, --existing-operator and --existing-api are OLM v0's and refused.`,
 		Example: `  csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community
   csi-olm catalog simulate catalog/community --all -o yaml
   csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community -o svg > path.svg
   csi-olm catalog simulate catalog/certified --from-cluster --kubeconfig ~/.kube/config
-  csi-olm catalog simulate my-catalog --all --with-catalog cert-manager-catalog,priority=10 --existing-api cert-manager.io/v1/Issuer`,
+  csi-olm catalog simulate my-catalog --all --with-catalog cert-manager-catalog,priority=10 --existing-api cert-manager.io/v1/Issuer
+  csi-olm catalog simulate catalog/certified --olm v1 --all
+  csi-olm catalog simulate catalog/certified --olm v1 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community --version ">=4.10.0"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.Catalog = args[0]
@@ -61,15 +85,24 @@ Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, m
 	}
 	f := cmd.Flags()
 	f.StringVar(&a.Start.CSV, "installed", "", "the installed CSV to start from")
-	f.StringVar(&a.Start.Package, "package", "", "the Subscription's package (default: the installed CSV's)")
-	f.StringVar(&a.Start.Channel, "channel", "", "the Subscription's channel (default: the package's default channel)")
+	f.StringVar(&a.Start.Package, "package", "", "the Subscription's package (default: the installed CSV's); with --olm v1 and --all, the only package simulated")
+	f.StringArrayVar(&a.Channels, "channel", nil, "the Subscription's channel (default: the package's default channel); with --olm v1, a channel of the ClusterExtension (repeatable; default: every channel)")
 	f.StringVar(&a.InstalledFrom, "installed-from", "", "catalog the installed CSV came from, when not <catalog>")
 	f.BoolVar(&a.All, "all", false, "simulate every start the catalog offers")
 	f.BoolVar(&a.FromCluster, "from-cluster", false, "start from the cluster's Subscriptions and installed CSVs")
 	f.StringVar(&a.Cluster.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, for --from-cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
 	f.StringVarP(&a.Output, "output", "o", "text", "output: "+strings.Join(simulate.Formats, ", "))
 	f.StringVar(&a.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
+	f.StringVar(&a.OLM, "olm", "v0", "the OLM to predict: v0 (Subscriptions, OLM's catalog operator) or v1 (ClusterExtensions, operator-controller)")
+	f.StringVar(&a.Version, "version", "", "with --olm v1, the ClusterExtension's version range (Masterminds/semver syntax)")
+	f.StringVar(&a.Policy, "upgrade-constraint-policy", "", "with --olm v1, the ClusterExtension's upgrade constraint policy: CatalogProvided (default) or SelfCertified")
 	environmentFlags(f, &a.Environment)
+	for flag, field := range map[string]string{
+		"olm": "OLM", "channel": "Channels", "version": "Version", "upgrade-constraint-policy": "Policy",
+		"package": "Start.Package", "from-cluster": "FromCluster",
+	} {
+		fills(f, flag, field)
+	}
 	cmd.MarkFlagsOneRequired("installed", "all", "from-cluster")
 	cmd.MarkFlagsMutuallyExclusive("installed", "all", "from-cluster")
 	return cmd

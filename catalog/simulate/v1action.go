@@ -1,0 +1,325 @@
+package simulate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"sigs.k8s.io/yaml"
+
+	"github.com/csi-olm/csi-olm/catalog/graph"
+	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/internal/option"
+)
+
+// v1Start is a start of the verb with --olm v1: a package, and the bundle installed from the
+// catalog named from, or nothing.
+type v1Start struct {
+	pkg       string
+	installed *V1Installed
+	from      string
+}
+
+// runV1 predicts operator-controller's choices. The ClusterCatalogs are Catalog and every
+// Environment.Catalogs, by priority; InstalledFrom only supplies the installed bundle: a cluster
+// that keeps that catalog as a ClusterCatalog too is said with --with-catalog.
+func (a *Simulate) runV1(ctx context.Context) error {
+	if !slices.Contains(Formats, a.Output) {
+		return fmt.Errorf("unknown output %q: use %s", a.Output, strings.Join(Formats, ", "))
+	}
+	if err := a.v1Options(); err != nil {
+		return err
+	}
+	modes := 0
+	for _, on := range []bool{a.Start.CSV != "", a.All} {
+		if on {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return ErrOneStart
+	}
+	tc, err := Open(ctx, a.Catalog)
+	if err != nil {
+		return err
+	}
+	defer tc.Close()
+	catalogs, closeEnv, err := a.Environment.V1Catalogs(ctx, tc)
+	if err != nil {
+		return err
+	}
+	defer closeEnv()
+	r, err := NewV1Resolver(catalogs...)
+	if err != nil {
+		return err
+	}
+	// The installed bundles come from the target catalog, or from InstalledFrom's.
+	from, fromIdx, fromDir := tc.Name, r.Index(tc.Name), tc.Dir
+	if a.InstalledFrom != "" {
+		fc, err := Open(ctx, a.InstalledFrom)
+		if err != nil {
+			return err
+		}
+		defer fc.Close()
+		if fc.Name == tc.Name {
+			fc.Name += "-installed"
+		}
+		cfg, err := loadV1(ctx, fc.Catalog)
+		if err != nil {
+			return err
+		}
+		from, fromIdx, fromDir = fc.Name, index.New(cfg), fc.Dir
+	}
+
+	var starts []v1Start
+	if a.All {
+		starts = a.v1AllStarts(r, from, fromIdx, a.InstalledFrom == "")
+	} else {
+		st, err := a.v1Start(r, from, fromIdx, fromDir, tc.Dir)
+		if err != nil {
+			return err
+		}
+		starts = []v1Start{st}
+	}
+	var paths []*V1Path
+	unresolvable := 0
+	for _, st := range starts {
+		req := V1Request{Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: UpgradeConstraintPolicy(a.Policy), Installed: st.installed}
+		p, err := r.Walk(ctx, req, st.from)
+		var se *V1SpecError
+		if errors.As(err, &se) {
+			// The options were checked: the catalog's own package name is what the API server
+			// refuses, and no ClusterExtension can install it.
+			p, err = &V1Path{Catalogs: r.Catalogs(), Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: req.Policy, Result: Unresolvable, Refused: se.Error()}, nil
+			if st.installed != nil {
+				p.Start = &Bundle{Name: st.installed.Name, Version: st.installed.Version, Catalog: st.from}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if p.Result == Unresolvable {
+			unresolvable++
+		}
+		paths = append(paths, p)
+	}
+	if err := a.printV1(ctx, r, fromIdx, from, tc.Name, paths); err != nil {
+		return err
+	}
+	if unresolvable > 0 {
+		return &UnresolvableError{Unresolvable: unresolvable, Starts: len(paths), OLM: "v1"}
+	}
+	return nil
+}
+
+// V1Catalogs reads the verb's catalogs and the environment's as ClusterCatalogs, in that order:
+// the verb's with their own priority, the environment's with theirs. A catalog with load problems
+// is refused, as New refuses it. Installed operators are refused: operator-controller resolves
+// no dependencies, so they change nothing. close removes what opening catalog images unpacked.
+func (e Environment) V1Catalogs(ctx context.Context, verbs ...*Opened) (catalogs []V1Catalog, close func(), err error) {
+	if err := e.v1Refusal(); err != nil {
+		return nil, nil, err
+	}
+	env, err := e.open(ctx, verbs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range env.catalogs {
+		if c.Priority < math.MinInt32 || c.Priority > math.MaxInt32 {
+			env.close()
+			return nil, nil, fmt.Errorf("catalog %s: priority %d is outside a ClusterCatalog's (a 32-bit integer)", c.Dir, c.Priority)
+		}
+		cfg, err := loadV1(ctx, c)
+		if err != nil {
+			env.close()
+			return nil, nil, err
+		}
+		catalogs = append(catalogs, V1Catalog{Name: c.Name, Priority: int32(c.Priority), Config: cfg})
+	}
+	return catalogs, env.close, nil
+}
+
+// v1Refusal refuses the installed operators, which only OLM v0 reads.
+func (e Environment) v1Refusal() error {
+	const noDependencies = "operator-controller resolves no dependencies (it refuses a bundle that declares one), so what the cluster has installed does not change its choice: not with --olm v1"
+	switch {
+	case len(e.Packages) > 0:
+		return option.Errorf("Environment.Packages", "%s", noDependencies)
+	case len(e.APIs) > 0:
+		return option.Errorf("Environment.APIs", "%s", noDependencies)
+	}
+	return nil
+}
+
+// v1Options refuses what only OLM v0 reads, and a ClusterExtension spec the API server or
+// operator-controller refuses whatever the start: each names the option.
+func (a *Simulate) v1Options() error {
+	switch {
+	case a.FromCluster:
+		return option.Errorf("FromCluster", "reads the cluster's OLM v0 Subscriptions; with --olm v1, start from an installed bundle or from every start of the catalog")
+	case a.Start.Channel != "":
+		return option.Errorf("Start.Channel", "a ClusterExtension's channels are Channels, not the start's")
+	}
+	if err := a.Environment.v1Refusal(); err != nil {
+		return err
+	}
+	pkg := a.Start.Package
+	if pkg == "" {
+		// The package is checked with the spec's other fields, but only the package a start
+		// names is known here: any valid name stands in for it.
+		pkg = "package"
+	}
+	req := V1Request{Package: pkg, Channels: a.Channels, Version: a.Version, Policy: UpgradeConstraintPolicy(a.Policy)}
+	var se *V1SpecError
+	if err := checkV1Spec(req); errors.As(err, &se) {
+		field := map[string]string{"packageName": "Start.Package", "version": "Version", "upgradeConstraintPolicy": "Policy"}[strings.TrimPrefix(se.Field, "spec.source.catalog.")]
+		if field == "" {
+			field = "Channels"
+		}
+		return &option.Error{Field: field, Err: err}
+	}
+	if a.Version != "" {
+		if _, err := parseVersionRange(a.Version); err != nil {
+			return option.Errorf("Version", "operator-controller refuses it: desired version range %q is invalid: %v", a.Version, err)
+		}
+	}
+	return nil
+}
+
+// loadV1 reads a catalog as the v0 simulator does, refusing one with load problems.
+func loadV1(ctx context.Context, c Catalog) (*declcfg.DeclarativeConfig, error) {
+	v, problems := validation.Load(ctx, c.FS, c.Dir)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
+	}
+	if len(problems) > 0 {
+		return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
+	}
+	return v.Config, nil
+}
+
+// v1AllStarts are every start of the catalog the bundles come from: for each package a
+// ClusterCatalog carries (only Start.Package when given), a new ClusterExtension, unless the
+// bundles come from another catalog, then each bundle installed, by version. With channels,
+// only the packages and bundles of those channels.
+func (a *Simulate) v1AllStarts(r *V1Resolver, from string, fromIdx *index.Catalog, fresh bool) []v1Start {
+	var out []v1Start
+	for _, p := range fromIdx.Packages() {
+		if p.Decl == nil || !r.HasPackage(p.Name) || a.Start.Package != "" && p.Name != a.Start.Package {
+			continue
+		}
+		var bundles []*index.Bundle
+		for _, b := range p.Bundles {
+			if len(a.Channels) == 0 || slices.ContainsFunc(allowedChannels(p, a.Channels), func(ch *index.Channel) bool { return ch.Entry(b.Name) != nil }) {
+				bundles = append(bundles, b)
+			}
+		}
+		if len(bundles) == 0 {
+			continue
+		}
+		if fresh {
+			out = append(out, v1Start{pkg: p.Name})
+		}
+		sort.Slice(bundles, func(i, j int) bool {
+			vi, vj := versionOf(bundles[i].Version), versionOf(bundles[j].Version)
+			return vi.LT(vj) || vi.EQ(vj) && bundles[i].Name < bundles[j].Name
+		})
+		for _, b := range bundles {
+			if b.Version == nil {
+				continue
+			}
+			out = append(out, v1Start{pkg: p.Name, installed: &V1Installed{Name: b.Name, Version: b.Version.String()}, from: from})
+		}
+	}
+	return out
+}
+
+// v1Start is the one installed bundle Start names, read from the catalog it came from.
+func (a *Simulate) v1Start(r *V1Resolver, from string, fromIdx *index.Catalog, fromDir, targetDir string) (v1Start, error) {
+	csv, pkg := a.Start.CSV, a.Start.Package
+	if pkg == "" {
+		pkgs := fromIdx.PackagesOf(csv)
+		switch len(pkgs) {
+		case 0:
+			return v1Start{}, &StartError{Kind: CSVNotInCatalog, CSV: csv, Catalog: fromDir}
+		case 1:
+			pkg = pkgs[0]
+		default:
+			return v1Start{}, &StartError{Kind: AmbiguousCSV, CSV: csv, Catalog: fromDir, Choices: pkgs}
+		}
+	}
+	p := fromIdx.Package(pkg)
+	var b *index.Bundle
+	if p != nil {
+		b = p.Bundles[csv]
+	}
+	if b == nil {
+		return v1Start{}, &StartError{Kind: CSVNotInCatalog, CSV: csv, Package: pkg, Catalog: fromDir}
+	}
+	if b.Version == nil {
+		return v1Start{}, fmt.Errorf("bundle %q in catalog %s has no semver version", csv, fromDir)
+	}
+	if !r.HasPackage(pkg) {
+		return v1Start{}, &StartError{Kind: NoPackage, Package: pkg, Catalog: targetDir}
+	}
+	// A channel no ClusterCatalog's package has is a typo more often than a spec: operator-
+	// controller would only report that it found nothing.
+	if len(a.Channels) > 0 {
+		var known []string
+		for _, c := range r.catalogs {
+			if cp := c.idx.Package(pkg); cp != nil {
+				known = append(known, cp.ChannelNames()...)
+			}
+		}
+		slices.Sort(known)
+		known = slices.Compact(known)
+		if !slices.ContainsFunc(a.Channels, func(ch string) bool { return slices.Contains(known, ch) }) {
+			return v1Start{}, &StartError{Kind: NoChannel, Package: pkg, Channel: strings.Join(a.Channels, ", "), Catalog: targetDir, Choices: known}
+		}
+	}
+	return v1Start{pkg: pkg, installed: &V1Installed{Name: b.Name, Version: b.Version.String()}, from: from}, nil
+}
+
+func (a *Simulate) printV1(ctx context.Context, r *V1Resolver, fromIdx *index.Catalog, from, target string, paths []*V1Path) error {
+	switch a.Output {
+	case "text":
+		_, err := io.WriteString(a.Out, TextV1(paths))
+		return err
+	case "yaml":
+		out, err := yaml.Marshal(map[string]any{"paths": paths})
+		if err != nil {
+			return err
+		}
+		_, err = a.Out.Write(out)
+		return err
+	case "json":
+		enc := json.NewEncoder(a.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"paths": paths})
+	}
+	if len(paths) != 1 {
+		return fmt.Errorf("a picture shows one path and there are %d: start from one installed bundle", len(paths))
+	}
+	var foreign *index.Catalog
+	if from != target {
+		foreign = fromIdx
+	}
+	g, err := r.Picture(paths[0], foreign)
+	if err != nil {
+		return err
+	}
+	out, err := graph.Render(ctx, *g, a.Output, a.Dot)
+	if err != nil {
+		return err
+	}
+	_, err = a.Out.Write(out)
+	return err
+}

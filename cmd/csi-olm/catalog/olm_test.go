@@ -1,0 +1,71 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// run executes `catalog <args>` as csi-olm does, returning what it printed and its error.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := NewCommand()
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+// The --olm switch's bad input: each refusal names the flag and says what is wrong with it.
+func TestOLMFlagsRefuseBadInput(t *testing.T) {
+	const certified, community = "../../../catalog/certified", "../../../catalog/community"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"simulate", certified, "--all", "--olm", "v2"}, `--olm: unknown OLM "v2": use v0 (Subscriptions, resolved by OLM's catalog operator) or v1 (ClusterExtensions, resolved by operator-controller)`},
+		{[]string{"diff", community, certified, "--olm", "V1"}, `--olm: unknown OLM "V1"`},
+		{[]string{"simulate", certified, "--olm", "v1", "--from-cluster"}, "--from-cluster: reads the cluster's OLM v0 Subscriptions; with --olm v1, start from an installed bundle or from every start of the catalog"},
+		{[]string{"simulate", certified, "--olm", "v1", "--all", "--existing-operator", "cert-manager@1.14.4"}, "--existing-operator: operator-controller resolves no dependencies"},
+		{[]string{"simulate", certified, "--olm", "v1", "--all", "--existing-api", "cert-manager.io/v1/Issuer"}, "--existing-api: operator-controller resolves no dependencies"},
+		{[]string{"diff", community, certified, "--olm", "v1", "--existing-api", "cert-manager.io/v1/Issuer"}, "--existing-api: operator-controller resolves no dependencies"},
+		{[]string{"simulate", certified, "--olm", "v1", "--all", "--version", ">=4.10 <<5"}, `--version: the API server refuses the ClusterExtension: spec.source.catalog.version: Invalid value: ">=4.10 <<5": invalid version expression`},
+		{[]string{"simulate", certified, "--olm", "v1", "--all", "--version", "4.10.0-01"}, `--version: operator-controller refuses it: desired version range "4.10.0-01" is invalid: constraint parser error`},
+		{[]string{"simulate", certified, "--olm", "v1", "--all", "--channel", "stable", "--channel", "Preview"}, `--channel: the API server refuses the ClusterExtension: spec.source.catalog.channels[1]: Invalid value: "Preview": channels entries must be valid DNS1123 subdomains`},
+		{[]string{"simulate", certified, "--olm", "v1", "--all", "--upgrade-constraint-policy", "Always"}, `--upgrade-constraint-policy: the API server refuses the ClusterExtension: spec.source.catalog.upgradeConstraintPolicy: Invalid value: "Always"`},
+		{[]string{"simulate", certified, "--olm", "v1", "--installed", "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../../../catalog/certified: name the catalog it was installed from with --installed-from`},
+		{[]string{"simulate", certified, "--olm", "v1", "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--channel", "fast"}, `has no channel "fast" (channels: preview, stable): name one with --channel`},
+		{[]string{"simulate", certified, "--all", "--version", ">=4.10.0"}, "--version: a version range is a ClusterExtension's (--olm v1); a Subscription follows its channel"},
+		{[]string{"simulate", certified, "--all", "--upgrade-constraint-policy", "SelfCertified"}, "--upgrade-constraint-policy: an upgrade constraint policy is a ClusterExtension's (--olm v1)"},
+		{[]string{"simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--channel", "stable", "--channel", "preview"}, "--channel: a Subscription names one channel, and 2 were given (stable, preview): several are for a ClusterExtension (--olm v1)"},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestSimulateOLMv1(t *testing.T) {
+	const certified, community = "../../../catalog/certified", "../../../catalog/community"
+	out, err := run(t, "simulate", certified, "--olm", "v1", "--installed", "aws-efs-operator.v0.0.6", "--installed-from", community, "--version", "<4.11.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `certified: package aws-efs-operator, any channel, version "<4.11.0" (latest aws-efs-csi-driver-operator.v4.10.0)
+  installed  aws-efs-operator.v0.0.6 (0.0.6, from community)
+  1. aws-efs-csi-driver-operator.v4.10.0 (4.10.0) by skipRange >=0.0.6 <4.10.0 in channel stable
+       not aws-efs-csi-driver-operator.v4.11.0 (4.11.0): outside the version range "<4.11.0"
+  operator-controller settles on aws-efs-csi-driver-operator.v4.10.0, the latest.
+`
+	if out != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
+	}
+	// v0 is the default, and --channel still names a Subscription's one channel.
+	out, err = run(t, "simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.9.0", "--channel", "preview")
+	if err != nil || !strings.Contains(out, "OLM settles on aws-efs-csi-driver-operator.v4.9.0, the channel head.") {
+		t.Errorf("v0: %v\n%s", err, out)
+	}
+}
