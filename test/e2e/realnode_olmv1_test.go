@@ -25,6 +25,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/sharedvolume/crdcheck"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -60,19 +61,9 @@ func startOLMv1(ctx context.Context, tb testing.TB, s *testbed.Stack, p *publish
 	}
 }
 
-// createOLMv1Extension creates the installer ServiceAccount in ns and the EFS operator's
-// ClusterExtension with the given spec.source.catalog fields beside its package name.
-func createOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack, ns string, catalog map[string]any) {
+// createOLMv1Installer creates the ServiceAccount OLM v1 installs the EFS operator with, in ns.
+func createOLMv1Installer(ctx context.Context, tb testing.TB, s *testbed.Stack, ns string) {
 	tb.Helper()
-	catalog["packageName"] = efsPackage
-	ce := &unstructured.Unstructured{}
-	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
-	ce.SetName(efsPackage)
-	ce.Object["spec"] = map[string]any{
-		"namespace":      ns,
-		"serviceAccount": map[string]any{"name": olmv1Installer},
-		"source":         map[string]any{"sourceType": "Catalog", "catalog": catalog},
-	}
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: olmv1Installer}},
 		// OLM v1 installs with the permissions of the ServiceAccount the admin names; the
@@ -82,11 +73,38 @@ func createOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: olmv1Installer}},
 		},
-		ce,
 	} {
 		if err := s.Client.Create(ctx, obj); err != nil {
 			tb.Fatal(err)
 		}
+	}
+}
+
+// createOLMv1Extension creates the EFS operator's ClusterExtension, installing into ns with the
+// installer, with the given spec.source.catalog fields beside its package name (a nil field is
+// left out) and any other spec fields in extra.
+func createOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack, ns string, catalog, extra map[string]any) {
+	tb.Helper()
+	fields := map[string]any{"packageName": efsPackage}
+	for k, v := range catalog {
+		if v != nil {
+			fields[k] = v
+		}
+	}
+	spec := map[string]any{
+		"namespace":      ns,
+		"serviceAccount": map[string]any{"name": olmv1Installer},
+		"source":         map[string]any{"sourceType": "Catalog", "catalog": fields},
+	}
+	for k, v := range extra {
+		spec[k] = v
+	}
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
+	ce.SetName(efsPackage)
+	ce.Object["spec"] = spec
+	if err := s.Client.Create(ctx, ce); err != nil {
+		tb.Fatal(err)
 	}
 }
 
@@ -105,7 +123,8 @@ func installWithOLMv1(ctx context.Context, tb testing.TB, s *testbed.Stack, p *p
 	startOLMv1(ctx, tb, s, p, timings, definition.Certified)
 	ns := operatorHubNamespace(ctx, tb, s, readCSV(tb, p.csvFile(efsPackage, version)))
 	begin := time.Now()
-	createOLMv1Extension(ctx, tb, s, ns, map[string]any{"version": version, "selector": selectCatalog(definition.Certified)})
+	createOLMv1Installer(ctx, tb, s, ns)
+	createOLMv1Extension(ctx, tb, s, ns, map[string]any{"version": version, "selector": selectCatalog(definition.Certified)}, nil)
 	pod := waitForOLMv1Operator(ctx, tb, s, p, ns, version)
 	timings["clusterextension-to-operator-ready-s"] = time.Since(begin)
 	return pod
@@ -307,7 +326,8 @@ func TestOLMv1CommunityMoveOnRealNode(t *testing.T) {
 	startOLMv1(ctx, t, s, p, olmv1Timings{}, definition.Community, definition.Certified)
 	ns := testbed.OperatorsNamespace
 
-	createOLMv1Extension(ctx, t, s, ns, map[string]any{})
+	createOLMv1Installer(ctx, t, s, ns)
+	createOLMv1Extension(ctx, t, s, ns, map[string]any{}, nil)
 	ambiguity := fmt.Sprintf("in multiple catalogs with the same priority [%s %s]", definition.Certified, definition.Community)
 	if _, err := testbed.WaitForOLMv1(ctx, s.Client, testbed.ClusterExtensionGVK, efsPackage, "the ambiguity error", func(u *unstructured.Unstructured) bool {
 		return strings.Contains(testbed.ConditionMessage(u, "Progressing"), ambiguity)
@@ -343,8 +363,15 @@ func TestOLMv1CommunityMoveOnRealNode(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// Every existing SharedVolume is valid under the certified CRD (README.md#installing-with-olm-v1
-	// says how to check), so the admin lets this one upgrade past the preflight.
+	// The admin checks that every existing SharedVolume is valid under the certified CRD, as
+	// README.md#installing-with-olm-v1 says, and lets this one upgrade past the preflight.
+	var report bytes.Buffer
+	if err := (&crdcheck.Check{ClusterOptions: kube.ClusterOptions{Config: s.Config}, Out: &report}).Run(ctx); err != nil {
+		t.Fatalf("check-sharedvolumes: %v\n%s", err, report.String())
+	}
+	if !strings.Contains(report.String(), "every SharedVolume (1) is valid under the certified CRD") {
+		t.Errorf("check-sharedvolumes reports:\n%s", report.String())
+	}
 	begin = time.Now()
 	patchOLMv1Spec(ctx, t, s, crdUpgradeSafety("None"))
 	pod := waitForOLMv1Operator(ctx, t, s, p, ns, strings.TrimPrefix(certifiedHeadCSV, "aws-efs-csi-driver-operator.v"))

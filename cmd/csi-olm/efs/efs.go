@@ -9,6 +9,6 @@ func NewCommand() *cobra.Command {
 		Use:   "efs",
 		Short: "Operate on a cluster's AWS EFS CSI driver installation",
 	}
-	cmd.AddCommand(newReleaseFinalizer(), newReleaseSharedVolumes())
+	cmd.AddCommand(newReleaseFinalizer(), newReleaseSharedVolumes(), newCheckSharedVolumes())
 	return cmd
 }

@@ -1,0 +1,148 @@
+package crdcheck
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/sharedvolume/crd"
+)
+
+// listPageSize bounds each List response: a cluster may hold many SharedVolumes.
+const listPageSize = 500
+
+// Check validates every SharedVolume in a cluster against the certified SharedVolume CRD. It
+// reads only: it has nothing to dry-run.
+type Check struct {
+	kube.ClusterOptions
+	Out io.Writer
+}
+
+// Run lists the SharedVolumes, prints each invalid one with its problems and a summary, and fails
+// when any is invalid.
+func (c *Check) Run(ctx context.Context) error {
+	v, err := NewValidator(crd.SharedVolumes)
+	if err != nil {
+		return fmt.Errorf("loading the certified SharedVolume CRD: %w", err)
+	}
+	config, err := c.RESTConfig()
+	if err != nil {
+		return err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(config)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	group, plural := v.CRD.Spec.Group, v.CRD.Spec.Names.Plural
+	listVersion, err := versionToList(disco, group, plural, v.Versions())
+	if err != nil {
+		return err
+	}
+	if listVersion == "" {
+		fmt.Fprintf(c.Out, "the cluster serves no SharedVolume API (%s.%s): no SharedVolume to check\n", plural, group)
+		return nil
+	}
+	items, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Group: group, Version: listVersion, Resource: plural}))
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(items, func(a, b unstructured.Unstructured) int {
+		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
+	})
+	invalid := 0
+	for i := range items {
+		sv := &items[i]
+		problems := v.Validate(sv)
+		if len(problems) == 0 {
+			continue
+		}
+		invalid++
+		fmt.Fprintf(c.Out, "SharedVolume %s/%s is invalid under the certified CRD:\n", sv.GetNamespace(), sv.GetName())
+		for _, p := range problems {
+			fmt.Fprintf(c.Out, "  %s\n", p)
+		}
+	}
+	if invalid == 0 {
+		fmt.Fprintf(c.Out, "every SharedVolume (%d) is valid under the certified CRD\n", len(items))
+		return nil
+	}
+	fmt.Fprintf(c.Out, "%d of %d SharedVolumes are invalid under the certified CRD: fix or delete them before upgrading with spec.install.preflight.crdUpgradeSafety.enforcement: None\n", invalid, len(items))
+	return fmt.Errorf("%d of %d SharedVolumes are invalid under the certified CRD", invalid, len(items))
+}
+
+// versionToList returns the version to read the SharedVolumes at, "" when the cluster serves none.
+// A version the certified CRD serves comes first: the API server converts every stored object to
+// it, so the objects are read as they will be validated after the upgrade. Failing that, the
+// cluster's preferred version, whose objects Validate then reports as of a version the certified
+// CRD does not serve.
+func versionToList(disco discovery.DiscoveryInterface, group, plural string, certified []string) (string, error) {
+	groups, err := disco.ServerGroups()
+	if err != nil {
+		return "", fmt.Errorf("discovering the API groups: %w", err)
+	}
+	i := slices.IndexFunc(groups.Groups, func(g metav1.APIGroup) bool { return g.Name == group })
+	if i < 0 {
+		return "", nil
+	}
+	g := groups.Groups[i]
+	// Preferred first, then in the server's order.
+	versions := []string{g.PreferredVersion.Version}
+	for _, gv := range g.Versions {
+		if gv.Version != g.PreferredVersion.Version {
+			versions = append(versions, gv.Version)
+		}
+	}
+	var serving []string
+	for _, ver := range versions {
+		served, err := kube.Served(disco, group+"/"+ver, plural)
+		if err != nil {
+			return "", err
+		}
+		if served {
+			serving = append(serving, ver)
+		}
+	}
+	for _, ver := range serving {
+		if slices.Contains(certified, ver) {
+			return ver, nil
+		}
+	}
+	if len(serving) > 0 {
+		return serving[0], nil
+	}
+	return "", nil
+}
+
+func listAll(ctx context.Context, r dynamic.NamespaceableResourceInterface) ([]unstructured.Unstructured, error) {
+	var items []unstructured.Unstructured
+	opts := metav1.ListOptions{Limit: listPageSize}
+	for {
+		list, err := r.List(ctx, opts)
+		if apierrors.IsNotFound(err) && len(items) == 0 {
+			// The CRD went away since discovery: nothing is left to check.
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing SharedVolumes: %w", err)
+		}
+		items = append(items, list.Items...)
+		if list.GetContinue() == "" {
+			return items, nil
+		}
+		opts.Continue = list.GetContinue()
+	}
+}

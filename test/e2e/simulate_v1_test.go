@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+// v1Check is one start of the OLM v1 cross-check: a ClusterExtension installed with from (nil:
+// nothing installed), then changed to to; operator-controller settles on a bundle, or reports
+// an error, which simulate.ResolveV1's walk must predict.
+type v1Check struct {
+	name     string
+	from, to *v1Spec
+}
+
+// v1Spec is the part of a ClusterExtension's spec.source.catalog the cross-check varies.
+type v1Spec struct {
+	catalogs []definition.Catalog // the selector: these catalogs by name; nil selects every one
+	version  string
+	channels []string
+	policy   simulate.UpgradeConstraintPolicy
+}
+
+func (s *v1Spec) catalogFields() map[string]any {
+	fields := map[string]any{"version": nil, "channels": nil, "selector": nil, "upgradeConstraintPolicy": nil}
+	if s.version != "" {
+		fields["version"] = s.version
+	}
+	if len(s.channels) > 0 {
+		fields["channels"] = s.channels
+	}
+	if len(s.catalogs) > 0 {
+		var names []any
+		for _, c := range s.catalogs {
+			names = append(names, string(c))
+		}
+		fields["selector"] = map[string]any{"matchExpressions": []any{map[string]any{
+			"key": testbed.CatalogNameLabel, "operator": "In", "values": names,
+		}}}
+	}
+	if s.policy != "" {
+		fields["upgradeConstraintPolicy"] = string(s.policy)
+	}
+	return fields
+}
+
+// TestSimulateV1MatchesOperatorController runs real operator-controller (v1.5.1, the test bed's)
+// from several starts on the published community and certified catalogs, served as
+// ClusterCatalogs of equal priority, and checks that `catalog simulate --olm v1`'s rule
+// predicts where each settles: the bundle installed, or operator-controller's error word for
+// word. The CRD upgrade-safety preflight is off throughout: it runs after the resolution this
+// compares (TestOLMv1CommunityMoveOnRealNode tests it).
+func TestSimulateV1MatchesOperatorController(t *testing.T) {
+	stopRealNode()
+	s := startRealNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	p := publish(t, s)
+	all := []definition.Catalog{definition.Community, definition.Certified}
+	startOLMv1(ctx, t, s, p, olmv1Timings{}, all...)
+	configs := map[definition.Catalog]*declcfg.DeclarativeConfig{}
+	for _, name := range all {
+		dir := filepath.Join(p.dir, "catalog", string(name))
+		cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		configs[name] = cfg
+	}
+	certified, community := []definition.Catalog{definition.Certified}, []definition.Catalog{definition.Community}
+	checks := []v1Check{
+		{"new, any channel", nil, &v1Spec{catalogs: certified}},
+		{"new, preview channel", nil, &v1Spec{catalogs: certified, channels: []string{"preview"}}},
+		{"new, version range", nil, &v1Spec{catalogs: certified, version: "<4.11.0"}},
+		{"new, no version in range", nil, &v1Spec{catalogs: certified, version: ">=5.0.0"}},
+		{"new, both catalogs", nil, &v1Spec{}},
+		{"4.9.0 unpinned", &v1Spec{catalogs: certified, version: "4.9.0"}, &v1Spec{catalogs: certified}},
+		{"4.9.0 kept to preview", &v1Spec{catalogs: certified, version: "4.9.0"}, &v1Spec{catalogs: certified, channels: []string{"preview"}}},
+		{"4.11.0 down to 4.9.0", &v1Spec{catalogs: certified, version: "4.11.0"}, &v1Spec{catalogs: certified, version: "4.9.0"}},
+		{"4.11.0 down to 4.9.0, self-certified", &v1Spec{catalogs: certified, version: "4.11.0"},
+			&v1Spec{catalogs: certified, version: "4.9.0", policy: simulate.SelfCertified}},
+		{"community 0.0.6 unpinned", &v1Spec{catalogs: community, version: "0.0.6"}, &v1Spec{catalogs: community}},
+		{"community 0.0.6 to certified", &v1Spec{catalogs: community, version: "0.0.6"}, &v1Spec{catalogs: certified}},
+		{"community 0.0.7 to both catalogs", &v1Spec{catalogs: community, version: "0.0.7"}, &v1Spec{}},
+	}
+	ns := testbed.OperatorsNamespace
+	createOLMv1Installer(ctx, t, s, ns)
+	noPreflight := crdUpgradeSafety("None")
+	for i, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if i > 0 {
+				deleteOLMv1Extension(ctx, t, s)
+			}
+			var installed *simulate.V1Installed
+			if c.from != nil {
+				createOLMv1Extension(ctx, t, s, ns, c.from.catalogFields(), noPreflight)
+				u := waitSettled(ctx, t, s)
+				name, _, _ := unstructured.NestedString(u.Object, "status", "install", "bundle", "name")
+				version, _, _ := unstructured.NestedString(u.Object, "status", "install", "bundle", "version")
+				installed = &simulate.V1Installed{Name: name, Version: version}
+				patchOLMv1Catalog(ctx, t, s, c.to.catalogFields())
+			} else {
+				createOLMv1Extension(ctx, t, s, ns, c.to.catalogFields(), noPreflight)
+			}
+			want := predictV1(ctx, t, configs, c.to, installed)
+			waitSettledOn(ctx, t, s, want)
+			t.Logf("from %v: %s", installed, want)
+		})
+	}
+}
+
+// v1Outcome is where operator-controller settles: the bundle installed and its error, if any.
+type v1Outcome struct{ installed, progressing string }
+
+func (o v1Outcome) String() string {
+	if o.progressing != "" {
+		return fmt.Sprintf("%s installed, Progressing %q", o.installed, o.progressing)
+	}
+	return o.installed + " installed"
+}
+
+// predictV1 is the simulator's outcome for spec, from installed, on the catalogs spec selects.
+func predictV1(ctx context.Context, tb testing.TB, configs map[definition.Catalog]*declcfg.DeclarativeConfig, spec *v1Spec, installed *simulate.V1Installed) v1Outcome {
+	tb.Helper()
+	selected := spec.catalogs
+	if len(selected) == 0 {
+		selected = []definition.Catalog{definition.Community, definition.Certified}
+	}
+	var catalogs []simulate.V1Catalog
+	for _, name := range selected {
+		catalogs = append(catalogs, simulate.V1Catalog{Name: string(name), Config: configs[name]})
+	}
+	r, err := simulate.NewV1Resolver(catalogs...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path, err := r.Walk(ctx, simulate.V1Request{Package: efsPackage, Channels: spec.channels, Version: spec.version, Policy: spec.policy, Installed: installed}, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return v1Outcome{installed: path.End, progressing: path.Progressing}
+}
+
+// observedOutcome reads where the ClusterExtension is: its installed bundle, and the message of
+// its Progressing condition when that is an error for the current generation.
+func observedOutcome(u *unstructured.Unstructured) (v1Outcome, bool) {
+	name, _, _ := unstructured.NestedString(u.Object, "status", "install", "bundle", "name")
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Progressing" {
+			continue
+		}
+		observed, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+		if observed != u.GetGeneration() {
+			return v1Outcome{}, false
+		}
+		o := v1Outcome{installed: name}
+		if m["reason"] == "Retrying" {
+			o.progressing, _ = m["message"].(string)
+		}
+		return o, m["reason"] == "Retrying" || m["reason"] == "Succeeded"
+	}
+	return v1Outcome{}, false
+}
+
+// waitSettled waits until operator-controller has reconciled the current generation of the
+// ClusterExtension and installed a bundle, and returns it.
+func waitSettled(ctx context.Context, tb testing.TB, s *testbed.Stack) *unstructured.Unstructured {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	u, err := testbed.WaitForOLMv1(ctx, s.Client, testbed.ClusterExtensionGVK, efsPackage, "a bundle installed", func(u *unstructured.Unstructured) bool {
+		o, ok := observedOutcome(u)
+		return ok && o.installed != "" && o.progressing == "" && testbed.ConditionStatus(u, "Installed") == "True"
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return u
+}
+
+// waitSettledOn waits until operator-controller reaches want and stays there for a few
+// reconciles; on timeout it fails with where operator-controller is instead. A prediction of
+// no move holds only once operator-controller has reconciled the new spec.
+func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1Outcome) {
+	tb.Helper()
+	var last v1Outcome
+	since := time.Time{}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(testbed.ClusterExtensionGVK)
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: efsPackage}, u); err != nil {
+			return false, nil
+		}
+		o, ok := observedOutcome(u)
+		if !ok {
+			since = time.Time{}
+			return false, nil
+		}
+		last = o
+		if o != want {
+			since = time.Time{}
+			return false, nil
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		// A multi-hop walk passes through its steps; the end must hold.
+		return time.Since(since) > 5*time.Second, nil
+	})
+	if err != nil {
+		tb.Fatalf("operator-controller: %s; the simulator predicts: %s", last, want)
+	}
+}
+
+// deleteOLMv1Extension deletes the EFS operator's ClusterExtension and waits until it is gone,
+// with what it installed.
+func deleteOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack) {
+	tb.Helper()
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
+	ce.SetName(efsPackage)
+	if err := s.Client.Delete(ctx, ce); err != nil && !apierrors.IsNotFound(err) {
+		tb.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := s.Client.Get(ctx, client.ObjectKeyFromObject(ce), ce)
+		return apierrors.IsNotFound(err), nil
+	}); err != nil {
+		tb.Fatalf("the ClusterExtension is not gone: %v", err)
+	}
+}
