@@ -90,7 +90,7 @@ E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO) test -count=1 -timeout 30m -run '
 e2e: e2e-tools node-deps ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
 	@# Side by side: both mostly wait on their own clusters, and one after the other would take
 	@# six minutes more.
-	$(call beside,$(E2E_CAMPAIGNS),$(GO) test -count=1 -timeout 30m ./test/e2e/...)
+	$(call beside,$(E2E_CAMPAIGNS),$(GO) test -count=1 -timeout 50m ./test/e2e/...)
 
 .PHONY: test-tools e2e-tools
 # Three builds at once: on 2 cores one build's downloads and links overlap another's compiling.
