@@ -150,9 +150,9 @@ run-down: cli ## Stop the local dev cluster
 ##@ Build
 
 .PHONY: bundle
-bundle: $(GENERATED_STAMP) cli ## Generate the OLM bundles into bundle/ and validate them
+bundle: $(GENERATED_STAMP) cli ## Generate the OLM bundles into bundle/ and validate them, for OLM v1 too
 	$(CSI_OLM) bundle generate --output bundle
-	$(CSI_OLM) bundle validate --strict bundle
+	$(CSI_OLM) bundle validate --strict --olm-v1 bundle
 
 .PHONY: build
 build: cli ## Build the binaries into bin/
