@@ -71,17 +71,7 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 	for _, arch := range []string{"amd64", "arm64"} {
 		binaries = append(binaries, testutil.BuildStatic(tb, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator", arch))
 	}
-	pushOperatorImages(tb, s, operators, head, binaries)
-	for _, o := range operators {
-		if o.CSVPrefix != efs.OperatorName {
-			continue
-		}
-		// Each EFS release's driver runs from its own sidecar tags; an upgrade runs two.
-		for _, rel := range o.Releases {
-			csv := filepath.Join("..", "..", "bundle", o.Package, rel.Version, "manifests", o.CSVName(rel.Version)+".clusterserviceversion.yaml")
-			pushDriverImages(tb, s, csvDeployment(tb, csv).Spec.Template.Spec.Containers[0])
-		}
-	}
+	pushEFSReleases(tb, s, operators, head, binaries)
 	community := communityOperator(tb)
 	pushStandIn(tb, s, community.Image, community.Command...)
 	for _, ref := range fixture.CommunityDriverImages {
@@ -108,10 +98,11 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 	return p
 }
 
-// pushOperatorImages pushes the tree's operator under the image of every EFS release but the
-// newest, which the release builds itself: no older source is built here, and an upgrade's
-// first step must run.
-func pushOperatorImages(tb testing.TB, s *testbed.Stack, operators []definition.Operator, head string, binaries []string) {
+// pushEFSReleases pushes what every EFS release runs: the tree's operator under each release's
+// operator image but the newest, which the release builds itself (no older source is built
+// here, and an upgrade's first step must run), and each release's driver and sidecars, from its
+// own tags (an upgrade runs two).
+func pushEFSReleases(tb testing.TB, s *testbed.Stack, operators []definition.Operator, head string, binaries []string) {
 	tb.Helper()
 	var raw [][]byte
 	for _, path := range binaries {
@@ -126,6 +117,8 @@ func pushOperatorImages(tb testing.TB, s *testbed.Stack, operators []definition.
 			continue
 		}
 		for _, rel := range o.Releases {
+			csv := filepath.Join("..", "..", "bundle", o.Package, rel.Version, "manifests", o.CSVName(rel.Version)+".clusterserviceversion.yaml")
+			pushDriverImages(tb, s, csvDeployment(tb, csv).Spec.Template.Spec.Containers[0])
 			if rel.OperatorImage == head {
 				continue
 			}

@@ -99,13 +99,19 @@ func createOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 	for k, v := range extra {
 		spec[k] = v
 	}
-	ce := &unstructured.Unstructured{}
-	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
-	ce.SetName(efsPackage)
+	ce := efsExtension()
 	ce.Object["spec"] = spec
 	if err := s.Client.Create(ctx, ce); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// efsExtension is the EFS operator's ClusterExtension, by name.
+func efsExtension() *unstructured.Unstructured {
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
+	ce.SetName(efsPackage)
+	return ce
 }
 
 // selectCatalog is the ClusterExtension's selector of one ClusterCatalog, by the name label
@@ -208,9 +214,7 @@ func patchOLMv1Catalog(ctx context.Context, tb testing.TB, s *testbed.Stack, fie
 // patchOLMv1Spec merges fields into the EFS operator's ClusterExtension's spec.
 func patchOLMv1Spec(ctx context.Context, tb testing.TB, s *testbed.Stack, spec map[string]any) {
 	tb.Helper()
-	ce := &unstructured.Unstructured{}
-	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
-	ce.SetName(efsPackage)
+	ce := efsExtension()
 	patch, err := json.Marshal(map[string]any{"spec": spec})
 	if err != nil {
 		tb.Fatal(err)
@@ -262,9 +266,7 @@ func uninstallWithOLMv1(ctx context.Context, t *testing.T, s *testbed.Stack, ope
 		uids[fmt.Sprintf("%T %s", o, o.GetName())] = o.GetUID()
 	}
 
-	ce := &unstructured.Unstructured{}
-	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
-	ce.SetName(efsPackage)
+	ce := efsExtension()
 	must(t, c.Delete(ctx, ce))
 	if err := testutil.Eventually(ctx, "the ClusterExtension and the operator's pod gone", func(ctx context.Context) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ce), ce); !apierrors.IsNotFound(err) {

@@ -202,9 +202,8 @@ func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1
 	var last v1Outcome
 	since := time.Time{}
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(testbed.ClusterExtensionGVK)
-		if err := s.Client.Get(ctx, client.ObjectKey{Name: efsPackage}, u); err != nil {
+		u := efsExtension()
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
 			return false, nil
 		}
 		o, ok := observedOutcome(u)
@@ -232,9 +231,7 @@ func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1
 // with what it installed.
 func deleteOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack) {
 	tb.Helper()
-	ce := &unstructured.Unstructured{}
-	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
-	ce.SetName(efsPackage)
+	ce := efsExtension()
 	if err := s.Client.Delete(ctx, ce); err != nil && !apierrors.IsNotFound(err) {
 		tb.Fatal(err)
 	}
