@@ -41,6 +41,9 @@ func TestHelperStack(t *testing.T) {
 // and checks that no process of that stack survives its test binary.
 func TestCleanExit(t *testing.T) {
 	t.Parallel()
+	// A parallel test runs once every other test of the package is done: the real node the last
+	// of them left running would refuse the child's start (one machine runs one).
+	stopRealNode()
 	for _, tc := range []struct {
 		mode    string
 		args    []string
