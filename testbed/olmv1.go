@@ -59,10 +59,14 @@ func (s *Stack) StartOLMv1(ctx context.Context) error {
 		return nil
 	}
 	t := s.opts.Tools
-	for name, path := range map[string]string{"operator-controller": t.OperatorController, "catalogd": t.Catalogd, "olmv1-crds": t.OLMv1CRDs} {
-		if path == "" {
-			return fmt.Errorf("no %s: hack/tools.sh %s builds it", name, name)
+	var missing []string
+	for _, name := range []string{"operator-controller", "catalogd", "olmv1-crds"} {
+		if t.Path(name) == "" {
+			missing = append(missing, name)
 		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("OLM v1 needs %s: hack/tools.sh %s builds them", strings.Join(missing, ", "), strings.Join(missing, " "))
 	}
 	crds, err := ReadCRDDir(t.OLMv1CRDs)
 	if err != nil {
@@ -203,7 +207,7 @@ func (s *Stack) olmv1Objects(images map[string]string) ([]client.Object, error) 
 		c.volumes["/etc/containers"] = corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "registries-conf"}}}
 		objs = append(objs,
 			&corev1.ServiceAccount{ObjectMeta: meta(c.name)},
-			// The test bed grants both what the upstream manifests grant only in part: its
+			// cluster-admin instead of the upstream manifests' narrower RBAC: the test bed's
 			// flows are the installs, not OLM v1's own permissions.
 			&rbacv1.ClusterRoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Name: "olmv1-" + c.name},
