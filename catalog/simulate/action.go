@@ -178,22 +178,31 @@ func (a *Simulate) v0Options() error {
 	return nil
 }
 
-func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) error {
+// writePaths prints paths as text or data, whichever OLM they are of; it reports false, having
+// written nothing, for the picture formats.
+func (a *Simulate) writePaths(text func() string, paths any) (bool, error) {
 	switch a.Output {
 	case "text":
-		_, err := io.WriteString(a.Out, Text(paths))
-		return err
+		_, err := io.WriteString(a.Out, text())
+		return true, err
 	case "yaml":
 		out, err := yaml.Marshal(map[string]any{"paths": paths})
 		if err != nil {
-			return err
+			return true, err
 		}
 		_, err = a.Out.Write(out)
-		return err
+		return true, err
 	case "json":
 		enc := json.NewEncoder(a.Out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"paths": paths})
+		return true, enc.Encode(map[string]any{"paths": paths})
+	}
+	return false, nil
+}
+
+func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) error {
+	if done, err := a.writePaths(func() string { return Text(paths) }, paths); done {
+		return err
 	}
 	if len(paths) != 1 {
 		return fmt.Errorf("a picture shows one path and there are %d: start from one installed CSV", len(paths))

@@ -2,17 +2,14 @@ package simulate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
@@ -289,21 +286,8 @@ func (a *Simulate) v1Start(r *V1Resolver, from string, fromIdx *index.Catalog, f
 }
 
 func (a *Simulate) printV1(ctx context.Context, r *V1Resolver, fromIdx *index.Catalog, from, target string, paths []*V1Path) error {
-	switch a.Output {
-	case "text":
-		_, err := io.WriteString(a.Out, TextV1(paths))
+	if done, err := a.writePaths(func() string { return TextV1(paths) }, paths); done {
 		return err
-	case "yaml":
-		out, err := yaml.Marshal(map[string]any{"paths": paths})
-		if err != nil {
-			return err
-		}
-		_, err = a.Out.Write(out)
-		return err
-	case "json":
-		enc := json.NewEncoder(a.Out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(map[string]any{"paths": paths})
 	}
 	if len(paths) != 1 {
 		return fmt.Errorf("a picture shows one path and there are %d: start from one installed bundle", len(paths))
