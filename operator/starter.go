@@ -58,7 +58,15 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	// requests in flight are few; the bucket only guards against a controller stuck in a loop,
 	// and this one leaves an install unthrottled.
 	config.QPS, config.Burst = 50, 100
-	kubeClient, err := kubernetes.NewForConfig(config)
+	// Kubernetes' own types travel as protobuf, as library-go's builder offers them: the
+	// volume informer sees every PV in the cluster and each of the binder's writes to it, and
+	// as JSON each was encoded by the API server for this watch alone (its other watchers ask
+	// for protobuf) and decoded here. The other clients serve custom resources, which only
+	// JSON carries.
+	protoConfig := rest.CopyConfig(config)
+	protoConfig.ContentType = "application/vnd.kubernetes.protobuf"
+	protoConfig.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	kubeClient, err := kubernetes.NewForConfig(protoConfig)
 	if err != nil {
 		return err
 	}

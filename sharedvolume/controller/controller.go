@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -69,6 +71,10 @@ type Reconciler struct {
 	// Reader reads objects the cache does not hold: those without the ownership labels.
 	Reader   client.Reader
 	Recorder record.EventRecorder
+	// lastBind is when a reconcile last found, in the cache, a claim bound whose SharedVolume
+	// was not Ready yet (Unix nanoseconds): the binder is at work and the cache's watch brings
+	// its bindings.
+	lastBind atomic.Int64
 }
 
 // SetupWithManager registers the controller. PV and PVC events map back to their SharedVolume
@@ -84,8 +90,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharedvolume").
 		For(&v1alpha1.SharedVolume{}).
-		Watches(&corev1.PersistentVolumeClaim{}, toOwner).
-		Watches(&corev1.PersistentVolume{}, toOwner).
+		Watches(&corev1.PersistentVolumeClaim{}, toOwner, builder.WithPredicates(volumeEvents)).
+		Watches(&corev1.PersistentVolume{}, toOwner, builder.WithPredicates(volumeEvents)).
 		// Run may start the controller again in a process whose previous one stopped.
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true), RateLimiter: retryLimiter()}).
 		Complete(r)
@@ -172,14 +178,14 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (
 			return reconcile.Result{}, err
 		}
 	}
-	status, err := r.ensure(ctx, sv, pv, pvErr)
+	status, hold, err := r.ensure(ctx, sv, pv, pvErr)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if reverted != nil {
 		meta.SetStatusCondition(&status.Conditions, *reverted)
-	} else if wait := firstStatusWait(sv, status); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
+	} else if hold > 0 {
+		return reconcile.Result{RequeueAfter: hold}, nil
 	}
 	if err := r.writeStatus(ctx, sv, status); err != nil {
 		return reconcile.Result{}, err
@@ -208,32 +214,60 @@ func recheckAfter(status v1alpha1.SharedVolumeStatus) time.Duration {
 	return min(max(pendingRecheck, time.Since(c.LastTransitionTime.Time)/2), maxRecheck)
 }
 
-// pendingRecheck is how soon a Pending SharedVolume is looked at again at first, and how long it
-// may wait for its claim to bind before the claim is read from the API server rather than the
-// cache. The cache learns of a binding from its watch, and a watch broken by an API server
-// restart is only re-established after client-go's backoff, up to a minute later.
+// pendingRecheck is how soon a Pending SharedVolume is looked at again at first, and how long a
+// claim may wait to bind before it is read from the API server rather than the cache, unless
+// the cache is seen to be current (binderWorking). The cache learns of a binding from its
+// watch, and a watch broken by an API server restart is only re-established after client-go's
+// backoff, up to a minute later.
 const pendingRecheck = 10 * time.Second
 
-// firstStatusWait is how long to hold back the first status of a new SharedVolume whose claim
-// is made but not bound yet: a claim is bound within a second on a cluster that is not busy,
-// and the SharedVolume's first status is then Ready, its only status write. Saying Pending
-// first costs the API server one more custom-resource write per SharedVolume, on top of those
-// it cannot do without (claim, volume, Ready, and the finalizer where no policy sets it). A claim
-// the binder has not bound within pendingRecheck of the SharedVolume's creation is reported
-// Pending; anything else is reported at once.
-func firstStatusWait(sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus) time.Duration {
+// maxFirstStatusHold is how long at most the first status of a SharedVolume whose claim waits
+// for a binder that is working through others is held back (firstStatusWait).
+const maxFirstStatusHold = 2 * time.Minute
+
+// firstStatusWait is how long to hold back the first status of a SharedVolume whose claim is
+// made but not bound yet, counted from when the claim was made (claimMade). A claim is bound
+// within a second on a cluster that is not busy, and the SharedVolume's first status is then
+// Ready, its only status write. Saying Pending first costs the API server one more
+// custom-resource write per SharedVolume while the binder works, and the binder is what every
+// SharedVolume waits for: one request at a time, four writes per claim, under its client's
+// limit (18 claims a second at 100 requests a second), so a thousand created at once wait a
+// minute or more. So the first status waits pendingRecheck, and
+// as long as the binder is seen binding others (binderWorking), up to maxFirstStatusHold: then
+// Pending tells the app team its claim is queued. A claim the binder does not seem to be
+// working on is reported Pending after pendingRecheck, and anything else at once.
+func firstStatusWait(sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus, claimMade time.Time, binderWorking bool) time.Duration {
 	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
 	if sv.Status.Phase != "" || c == nil || c.Reason != ReasonBinding {
 		return 0
 	}
-	return pendingRecheck - time.Since(sv.CreationTimestamp.Time)
+	waited := time.Since(claimMade)
+	switch {
+	case waited < pendingRecheck:
+		return pendingRecheck - waited
+	case binderWorking && waited < maxFirstStatusHold:
+		// Looked at again as recheckAfter spaces the looks at a Pending one: each look at
+		// thousands waiting is work the binder's API server shares.
+		return min(max(pendingRecheck, waited/2), maxFirstStatusHold-waited)
+	}
+	return 0
 }
 
-// overdue reports whether a SharedVolume has waited for its claim to bind for longer than
-// pendingRecheck.
-func overdue(sv *v1alpha1.SharedVolume) bool {
-	c := meta.FindStatusCondition(sv.Status.Conditions, ConditionReady)
-	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonBinding && time.Since(c.LastTransitionTime.Time) > pendingRecheck
+// claimWaitingSince is when a SharedVolume's unbound claim started waiting for the binder: when
+// its status first said so or, before any status, when the claim was made.
+func claimWaitingSince(sv *v1alpha1.SharedVolume, pvc *corev1.PersistentVolumeClaim) time.Time {
+	if c := meta.FindStatusCondition(sv.Status.Conditions, ConditionReady); c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonBinding {
+		return c.LastTransitionTime.Time
+	}
+	return pvc.CreationTimestamp.Time
+}
+
+// binderWorking says whether a claim of this controller's was found newly bound in the cache
+// within pendingRecheck: the binder is working through its queue, and the cache's watch is
+// current, so a claim unbound in the cache is unbound.
+func (r *Reconciler) binderWorking() bool {
+	last := r.lastBind.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < pendingRecheck
 }
 
 // keepSpec puts back the spec of a SharedVolume whose PV exists, when the spec was edited since
@@ -271,31 +305,32 @@ func (r *Reconciler) keepSpec(ctx context.Context, sv *v1alpha1.SharedVolume, pv
 	}, nil
 }
 
-// ensure creates or adopts the PV and PVC and returns the status they give. pv is the PV read
-// by Reconcile, and pvErr the error reading it: nil or NotFound.
-func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error) (v1alpha1.SharedVolumeStatus, error) {
+// ensure creates or adopts the PV and PVC and returns the status they give, and how long to
+// hold that status back (firstStatusWait). pv is the PV read by Reconcile, and pvErr the error
+// reading it: nil or NotFound.
+func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error) (status v1alpha1.SharedVolumeStatus, hold time.Duration, err error) {
 	var ns corev1.Namespace
 	if err := r.Get(ctx, client.ObjectKey{Name: sv.Namespace}, &ns); err != nil {
-		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading namespace %s: %w", sv.Namespace, err)
+		return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading namespace %s: %w", sv.Namespace, err)
 	}
 	if ok, why := volumes.Allowed(&ns, sv); !ok {
-		return failed(sv, ReasonNotAllowed, why), nil
+		return failed(sv, ReasonNotAllowed, why), 0, nil
 	}
 	if why := volumes.NameProblem(sv); why != "" {
-		return failed(sv, ReasonNameTooLong, why), nil
+		return failed(sv, ReasonNameTooLong, why), 0, nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	pvcErr := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: volumes.PVCName(sv)}, pvc)
 	if pvcErr != nil && !apierrors.IsNotFound(pvcErr) {
-		return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, volumes.PVCName(sv), pvcErr)
+		return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, volumes.PVCName(sv), pvcErr)
 	}
 	if why, reason := refusal(sv, pv, pvErr, pvc, pvcErr); why != "" {
-		return failed(sv, reason, why), nil
+		return failed(sv, reason, why), 0, nil
 	}
 	if ns.DeletionTimestamp != nil && (pvErr != nil || pvcErr != nil) {
 		// Nothing can be made in a namespace being deleted, and the SharedVolume goes with it:
 		// its deletion removes what it has.
-		return *sv.Status.DeepCopy(), nil
+		return *sv.Status.DeepCopy(), 0, nil
 	}
 	// The volume is made first, reserved for the claim by name (spec.claimRef without a UID,
 	// Kubernetes' way to pre-bind a static volume), and the claim then asks for it by name. The
@@ -310,52 +345,56 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		if apierrors.IsForbidden(err) {
 			// Admission refuses EFS volumes while the driver is removed, and says what lifts
 			// the refusal; a Pending SharedVolume is tried again every pendingRecheck.
-			status := v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending}
+			status = v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending}
 			setReady(&status, sv, metav1.ConditionFalse, ReasonVolumeRefused, fmt.Sprintf("the API server refused PersistentVolume %s (tried again every %v): %v", pv.Name, pendingRecheck, err))
-			return status, nil
+			return status, 0, nil
 		}
 		if apierrors.IsAlreadyExists(err) {
 			if err := r.serverCopy(ctx, client.ObjectKeyFromObject(pv), pv); err != nil {
-				return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolume %s: %w", pv.Name, err)
+				return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolume %s: %w", pv.Name, err)
 			}
 			if why, reason := refusal(sv, pv, nil, pvc, pvcErr); why != "" {
-				return failed(sv, reason, why), nil
+				return failed(sv, reason, why), 0, nil
 			}
 		} else if err != nil {
-			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
+			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
 		}
 	}
 	if apierrors.IsNotFound(pvcErr) {
 		pvc = volumes.PVC(sv)
 		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
 		r.claimRecreated(sv, pv, pvc)
 	}
 	if pvc.Spec.VolumeName != pv.Name {
-		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to %s, not %s", pvc.Namespace, pvc.Name, pvc.Spec.VolumeName, pv.Name)), nil
+		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to %s, not %s", pvc.Namespace, pvc.Name, pvc.Spec.VolumeName, pv.Name)), 0, nil
 	}
 	if why, err := r.repair(ctx, sv, pv, pvc); err != nil || why != "" {
-		return failed(sv, ReasonMismatch, why), err
+		return failed(sv, ReasonMismatch, why), 0, err
 	}
-	if pvc.Status.Phase != corev1.ClaimBound && overdue(sv) && r.Reader != nil {
+	working := r.binderWorking()
+	if pvc.Status.Phase == corev1.ClaimBound && sv.Status.Phase != v1alpha1.SharedVolumeReady {
+		r.lastBind.Store(time.Now().UnixNano())
+	}
+	if pvc.Status.Phase != corev1.ClaimBound && !working && time.Since(claimWaitingSince(sv, pvc)) > pendingRecheck && r.Reader != nil {
 		fresh := &corev1.PersistentVolumeClaim{}
 		if err := r.serverCopy(ctx, client.ObjectKeyFromObject(pvc), fresh); err != nil {
-			return v1alpha1.SharedVolumeStatus{}, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
 		pvc = fresh
 	}
-	status := v1alpha1.SharedVolumeStatus{
+	status = v1alpha1.SharedVolumeStatus{
 		ClaimRef: &corev1.TypedLocalObjectReference{APIGroup: ptr.To(""), Kind: "PersistentVolumeClaim", Name: pvc.Name},
 	}
 	if pvc.Status.Phase == corev1.ClaimBound {
 		status.Phase = v1alpha1.SharedVolumeReady
 		setReady(&status, sv, metav1.ConditionTrue, ReasonBound, fmt.Sprintf("PersistentVolumeClaim %s is bound to %s", pvc.Name, pv.Name))
-	} else {
-		status.Phase = v1alpha1.SharedVolumePending
-		setReady(&status, sv, metav1.ConditionFalse, ReasonBinding, fmt.Sprintf("waiting for PersistentVolumeClaim %s to bind to %s", pvc.Name, pv.Name))
+		return status, 0, nil
 	}
-	return status, nil
+	status.Phase = v1alpha1.SharedVolumePending
+	setReady(&status, sv, metav1.ConditionFalse, ReasonBinding, fmt.Sprintf("waiting for PersistentVolumeClaim %s to bind to %s", pvc.Name, pv.Name))
+	return status, firstStatusWait(sv, status, pvc.CreationTimestamp.Time, working), nil
 }
 
 // crdDeleting says whether the SharedVolume CRD is being deleted. It reads only the CRD's
@@ -429,6 +468,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 		return nil
 	}
 	old := sv.Status.Phase
+	waited := old == "" || waitedForBinder(sv.Status)
 	patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sv.Status = status
 	if err := r.Status().Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
@@ -439,9 +479,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 		if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
 			reason = c.Reason
 		}
-		if reason == ReasonBinding {
-			// Waiting for the binder is the normal way to Ready, and the status says so: an
-			// event for it would be one more write per SharedVolume that tells nothing.
+		if reason == ReasonBinding || reason == ReasonBound && waited {
+			// Waiting for the binder, then bound, is the normal way to Ready, and the status
+			// says so: an event for either would be one more write per SharedVolume, on the
+			// API server the binder is waiting for, that tells nothing. Ready after a failure
+			// or a refusal is told.
 			return nil
 		}
 		if status.Phase == v1alpha1.SharedVolumeFailed {
@@ -450,6 +492,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 		r.Recorder.Event(sv, eventType, reason, statusMessage(status))
 	}
 	return nil
+}
+
+// waitedForBinder says whether a status says its claim waits for the binder.
+func waitedForBinder(status v1alpha1.SharedVolumeStatus) bool {
+	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
+	return c != nil && c.Reason == ReasonBinding
 }
 
 func statusMessage(status v1alpha1.SharedVolumeStatus) string {
