@@ -513,8 +513,9 @@ func isEFSVolume(pv *corev1.PersistentVolume) bool {
 }
 
 // efsVolumesOnly is the PersistentVolume informer's transform: it keeps of an EFS volume what the
-// lifecycle reads (its driver and claim) and of any other volume only its name, so that the
-// cluster's other volumes cost the operator next to no memory.
+// lifecycle reads (its driver and its claim's namespace and name) and of any other volume only
+// its name, so that the cluster's other volumes cost the operator next to no memory, and each
+// SharedVolume's as little as may be.
 func efsVolumesOnly(obj any) (any, error) {
 	pv, ok := obj.(*corev1.PersistentVolume)
 	if !ok {
@@ -522,8 +523,10 @@ func efsVolumesOnly(obj any) (any, error) {
 	}
 	kept := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv.Name, ResourceVersion: pv.ResourceVersion}}
 	if isEFSVolume(pv) {
-		kept.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: pv.Spec.CSI.Driver}
-		kept.Spec.ClaimRef = pv.Spec.ClaimRef
+		kept.Spec.CSI = &corev1.CSIPersistentVolumeSource{Driver: efs.DriverName}
+		if ref := pv.Spec.ClaimRef; ref != nil {
+			kept.Spec.ClaimRef = &corev1.ObjectReference{Namespace: ref.Namespace, Name: ref.Name}
+		}
 	}
 	return kept, nil
 }

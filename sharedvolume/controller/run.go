@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,10 +37,10 @@ type Options struct {
 // DefaultOptions were measured with BenchmarkSharedVolumes (BENCHMARKS.md). A new
 // SharedVolume's reconcile makes three requests one after another (the claim's name checked,
 // the volume, the claim), so the workers bound how fast a backlog becomes pairs: catching up
-// with 1,000, 32 workers made 136 pairs a second and 96 made 205. But the binder binds 18 a
-// second, one request at a time, and every SharedVolume waits for it: with 96 workers the
-// operator's requests crowded the binder's out, and an app team's 1,000 were all Ready 4% later
-// (binds/s 16.7 against 17.3).
+// with 1,000, 32 workers made 120-138 pairs a second and 96 made 174-205. But the binder binds
+// some 18 a second, one request at a time, and every SharedVolume waits for it: with 96 workers
+// the operator's requests crowded the binder's out (16.7-16.9 binds a second against
+// 17.0-17.2), and an app team's 1,000 were all Ready some 3% later.
 var DefaultOptions = Options{Workers: 32}
 
 // Run runs the SharedVolume controller until ctx ends. It waits for the SharedVolume API: the
@@ -86,6 +85,7 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.PersistentVolume{}:      {Label: owned, Transform: slimVolume},
 				&corev1.PersistentVolumeClaim{}: {Label: owned, Transform: slimClaim},
+				&v1alpha1.SharedVolume{}:        {Transform: slimSharedVolume},
 			}},
 	})
 	if err != nil {
@@ -128,37 +128,4 @@ func waitForAPI(ctx context.Context, config *rest.Config) error {
 		return false, nil
 	})
 	return nil
-}
-
-// slimVolume keeps, of a cached PV, what the controller reads: its identity, labels and spec.
-// The binder's annotations, the finalizer and the status were a fifth of a cached PV's bytes,
-// which the operator's RSS grows by with every SharedVolume. A patch computed from the cached
-// copy names only what it changes, so the fields left out are never written.
-func slimVolume(obj any) (any, error) {
-	pv, ok := obj.(*corev1.PersistentVolume)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.PersistentVolume{ObjectMeta: slimMeta(pv.ObjectMeta), Spec: pv.Spec}, nil
-}
-
-// slimClaim keeps, of a cached PVC, its identity, labels, the volume it asks for and its phase:
-// its requests, access modes, annotations and status capacity were most of its bytes.
-func slimClaim(obj any) (any, error) {
-	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: slimMeta(pvc.ObjectMeta),
-		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pvc.Spec.VolumeName},
-		Status:     corev1.PersistentVolumeClaimStatus{Phase: pvc.Status.Phase},
-	}, nil
-}
-
-func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: m.Labels,
-		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-	}
 }
