@@ -256,7 +256,7 @@ func firstStatusWait(sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStat
 // claimWaitingSince is when a SharedVolume's unbound claim started waiting for the binder: when
 // its status first said so or, before any status, when the claim was made.
 func claimWaitingSince(sv *v1alpha1.SharedVolume, pvc *corev1.PersistentVolumeClaim) time.Time {
-	if c := meta.FindStatusCondition(sv.Status.Conditions, ConditionReady); c != nil && c.Status == metav1.ConditionFalse && c.Reason == ReasonBinding {
+	if c := bindingCondition(sv.Status); c != nil {
 		return c.LastTransitionTime.Time
 	}
 	return pvc.CreationTimestamp.Time
@@ -468,7 +468,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 		return nil
 	}
 	old := sv.Status.Phase
-	waited := old == "" || waitedForBinder(sv.Status)
+	waited := old == "" || bindingCondition(sv.Status) != nil
 	patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	sv.Status = status
 	if err := r.Status().Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
@@ -494,10 +494,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 	return nil
 }
 
-// waitedForBinder says whether a status says its claim waits for the binder.
-func waitedForBinder(status v1alpha1.SharedVolumeStatus) bool {
-	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
-	return c != nil && c.Reason == ReasonBinding
+// bindingCondition is a status's Ready condition when it says the claim waits for the binder
+// (always False), or nil.
+func bindingCondition(status v1alpha1.SharedVolumeStatus) *metav1.Condition {
+	if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil && c.Reason == ReasonBinding {
+		return c
+	}
+	return nil
 }
 
 func statusMessage(status v1alpha1.SharedVolumeStatus) string {
