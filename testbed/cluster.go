@@ -56,7 +56,7 @@ const (
 // startControllers runs the controller-manager and the scheduler and waits until both are
 // healthy.
 func (s *Stack) startControllers(ctx context.Context) error {
-	ports, err := freePorts(2)
+	ports, err := s.componentPorts(10257, 10259)
 	if err != nil {
 		return err
 	}

@@ -232,6 +232,17 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// componentPorts returns ports for control-plane components. Inside a real node's network
+// namespace they take the well-known ports given: a port seen free on the host says nothing about
+// the namespace, whose components bind ports the host never sees, so a port picked on the host can
+// already be taken there (etcd's peer port was once handed to the controller-manager).
+func (s *Stack) componentPorts(wellKnown ...int) ([]int, error) {
+	if s.host != nil {
+		return wellKnown, nil
+	}
+	return freePorts(len(wellKnown))
+}
+
 func freePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for len(ports) < n {
@@ -272,7 +283,7 @@ func (s *Stack) start(name string, env []string, bin string, args ...string) (*p
 }
 
 func (s *Stack) startAPIServer(ctx context.Context) error {
-	ports, err := freePorts(3)
+	ports, err := s.componentPorts(2379, 2380, securePort)
 	if err != nil {
 		return err
 	}
@@ -327,7 +338,6 @@ func (s *Stack) startAPIServer(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		apiPort = securePort
 		args = append(args, "--bind-address=0.0.0.0", "--advertise-address="+nodeIP,
 			"--secure-port="+strconv.Itoa(apiPort), "--service-cluster-ip-range="+serviceCIDR,
 			"--kubelet-client-certificate="+clientCert, "--kubelet-client-key="+clientKey,
