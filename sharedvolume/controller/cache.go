@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
@@ -38,14 +39,26 @@ func slimVolume(obj any) (any, error) {
 	return &corev1.PersistentVolume{ObjectMeta: slimMeta(pv.ObjectMeta), Spec: spec}, nil
 }
 
-// slimClaim keeps, of a cached PVC, its identity, labels, the volume it asks for and its phase.
+// slimClaim keeps, of a cached PVC, its identity, its ownership labels, the volume it asks for
+// and its phase. Every claim of the cluster is cached, to tell whether a SharedVolume's claim name
+// is taken: the labels of others' claims are theirs to have, and would be most of their bytes.
 func slimClaim(obj any) (any, error) {
 	pvc, ok := obj.(*corev1.PersistentVolumeClaim)
 	if !ok {
 		return obj, nil
 	}
+	meta := pvc.ObjectMeta
+	meta.Labels = nil
+	for _, k := range ownershipLabels {
+		if v, ok := pvc.Labels[k]; ok {
+			if meta.Labels == nil {
+				meta.Labels = map[string]string{}
+			}
+			meta.Labels[k] = v
+		}
+	}
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: slimMeta(pvc.ObjectMeta),
+		ObjectMeta: slimMeta(meta),
 		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pvc.Spec.VolumeName},
 		Status:     corev1.PersistentVolumeClaimStatus{Phase: interned(pvc.Status.Phase)},
 	}, nil
@@ -73,6 +86,9 @@ func slimSharedVolume(obj any) (any, error) {
 	}
 	return sv, nil
 }
+
+// ownershipLabels are the labels that say which SharedVolume an object is.
+var ownershipLabels = []string{efs.CommunityOwnedLabel, efs.SharedVolumeOwnerNamespaceLabel, efs.SharedVolumeOwnerNameLabel}
 
 func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	var labels map[string]string

@@ -60,6 +60,9 @@ const (
 	ReasonNameTooLong = "NameTooLong"
 	// ReasonVolumeRefused: admission refused the PV, as it does while the driver is removed.
 	ReasonVolumeRefused = "VolumeRefused"
+	// ReasonReservedVolumeDeleted: the SharedVolume's PV, reserved for a claim name that
+	// someone else's claim holds, was deleted before the binder could bind the two.
+	ReasonReservedVolumeDeleted = "ReservedVolumeDeleted"
 	// ReasonSpecEdited is the reason of the SpecReverted condition and of the warning event sent
 	// when a spec edit is reverted.
 	ReasonSpecEdited = "ImmutableSpecEdited"
@@ -75,11 +78,21 @@ type Reconciler struct {
 	// was not Ready yet (Unix nanoseconds): the binder is at work and the cache's watch brings
 	// its bindings.
 	lastBind atomic.Int64
+	// lastClaimEvent is when the claim informer last delivered an event (Unix nanoseconds),
+	// its first list included.
+	lastClaimEvent atomic.Int64
+	// started is when the first reconcile began (Unix nanoseconds). SharedVolumes made before
+	// it waited for this process (backlog).
+	started atomic.Int64
+	// slots bounds how many reconciles of SharedVolumes made since started run at once.
+	slots chan struct{}
 }
 
 // SetupWithManager registers the controller. PV and PVC events map back to their SharedVolume
-// through the ownership labels.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+// through the ownership labels. SharedVolumes made since the controller started are reconciled
+// by workers at once, a backlog made before it by backlogWorkers (Options).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers, backlogWorkers int) error {
+	r.slots = make(chan struct{}, workers)
 	toOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		l := obj.GetLabels()
 		if l[efs.SharedVolumeOwnerNamespaceLabel] == "" || l[efs.SharedVolumeOwnerNameLabel] == "" {
@@ -90,10 +103,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharedvolume").
 		For(&v1alpha1.SharedVolume{}).
-		Watches(&corev1.PersistentVolumeClaim{}, toOwner, builder.WithPredicates(volumeEvents)).
+		Watches(&corev1.PersistentVolumeClaim{}, toOwner, builder.WithPredicates(noteEvents(&r.lastClaimEvent), volumeEvents)).
 		Watches(&corev1.PersistentVolume{}, toOwner, builder.WithPredicates(volumeEvents)).
 		// Run may start the controller again in a process whose previous one stopped.
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers, SkipNameValidation: ptr.To(true), RateLimiter: retryLimiter()}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, backlogWorkers), SkipNameValidation: ptr.To(true), RateLimiter: retryLimiter()}).
 		Complete(r)
 }
 
@@ -127,10 +140,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 			ReconcileErrors.Inc()
 		}
 	}()
+	r.started.CompareAndSwap(0, time.Now().UnixNano())
 	sv := &v1alpha1.SharedVolume{}
 	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	release, err := r.admit(ctx, sv)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	defer release()
 	result, err = r.reconcile(ctx, sv)
 	if apierrors.IsConflict(err) && r.Reader != nil {
 		// The cache may be behind the API server for long: after an API server restart its
@@ -148,6 +167,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		return reconcile.Result{Requeue: true}, nil
 	}
 	return result, err
+}
+
+// admit waits, for a SharedVolume made since the controller started, until fewer than Workers
+// such reconciles run, and returns what ends its turn. An app team's new SharedVolumes share the
+// API server with the binder, which binds one claim at a time and which every one of them waits
+// for: more requests in flight crowd it out. A backlog, made while no operator ran, found the
+// binder idle, and its SharedVolumes have waited already: all the workers take it (DefaultOptions).
+func (r *Reconciler) admit(ctx context.Context, sv *v1alpha1.SharedVolume) (release func(), err error) {
+	if r.slots == nil || sv.CreationTimestamp.Time.Before(time.Unix(0, r.started.Load())) {
+		return func() {}, nil
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // reconcile does the work of Reconcile on the SharedVolume read. A write refused because the
@@ -320,12 +356,13 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		return failed(sv, ReasonNameTooLong, why), 0, nil
 	}
 	pvc := &corev1.PersistentVolumeClaim{}
-	pvcErr := r.getAny(ctx, client.ObjectKey{Namespace: sv.Namespace, Name: volumes.PVCName(sv)}, pvc)
+	pvcKey := client.ObjectKey{Namespace: sv.Namespace, Name: volumes.PVCName(sv)}
+	pvcErr := r.readClaim(ctx, pvcKey, pvc)
 	if pvcErr != nil && !apierrors.IsNotFound(pvcErr) {
 		return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, volumes.PVCName(sv), pvcErr)
 	}
 	if why, reason := refusal(sv, pv, pvErr, pvc, pvcErr); why != "" {
-		return failed(sv, reason, why), 0, nil
+		return r.refuse(ctx, sv, pv, pvErr, why, reason)
 	}
 	if ns.DeletionTimestamp != nil && (pvErr != nil || pvcErr != nil) {
 		// Nothing can be made in a namespace being deleted, and the SharedVolume goes with it:
@@ -362,10 +399,21 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	}
 	if apierrors.IsNotFound(pvcErr) {
 		pvc = volumes.PVC(sv)
-		if err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+		switch err := r.Create(ctx, pvc, client.FieldOwner(FieldManager)); {
+		case apierrors.IsAlreadyExists(err):
+			// Made since it was read: by another reconcile of this SharedVolume, or by someone
+			// else, whose claim the volume must not stay reserved for.
+			if err := r.serverCopy(ctx, pvcKey, pvc); err != nil {
+				return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+			}
+			if why, reason := refusal(sv, pv, nil, pvc, nil); why != "" {
+				return r.refuse(ctx, sv, pv, nil, why, reason)
+			}
+		case err != nil:
 			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+		default:
+			r.claimRecreated(sv, pv, pvc)
 		}
-		r.claimRecreated(sv, pv, pvc)
 	}
 	if pvc.Spec.VolumeName != pv.Name {
 		return failed(sv, ReasonMismatch, fmt.Sprintf("PersistentVolumeClaim %s/%s is bound to %s, not %s", pvc.Namespace, pvc.Name, pvc.Spec.VolumeName, pv.Name)), 0, nil
@@ -413,8 +461,44 @@ func (r *Reconciler) crdDeleting(ctx context.Context) (bool, error) {
 	return crd.DeletionTimestamp != nil, nil
 }
 
-// getAny reads an object from the cache and, when the cache does not have it (it only holds
-// objects labelled as a SharedVolume's), from the API server: a colliding object is unlabelled.
+// refuse returns the Failed status of a refusal. When the refusal is that someone else's claim
+// holds the claim name, and this SharedVolume's PV is reserved for that name and not bound yet,
+// the PV is deleted first: the binder would bind that claim to it and hand it the access point.
+// The claim name is checked before the PV is made, but against a cache that can lag by the
+// moments its watch takes, as the API server's own cache lags etcd.
+func (r *Reconciler) refuse(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error, why, reason string) (v1alpha1.SharedVolumeStatus, time.Duration, error) {
+	ref := pv.Spec.ClaimRef
+	if reason == ReasonCollision && pvErr == nil && volumes.OwnedBy(pv, sv) && ref != nil && ref.UID == "" &&
+		ref.Namespace == sv.Namespace && ref.Name == volumes.PVCName(sv) && pv.DeletionTimestamp == nil {
+		if err := r.Delete(ctx, pv, client.Preconditions{UID: ptr.To(pv.UID)}); err != nil && !apierrors.IsNotFound(err) {
+			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("deleting PersistentVolume %s, reserved for a claim that is not this SharedVolume's: %w", pv.Name, err)
+		}
+		if r.Recorder != nil {
+			r.Recorder.Eventf(sv, corev1.EventTypeWarning, ReasonReservedVolumeDeleted,
+				"deleted PersistentVolume %s: it was reserved for claim %s/%s, which is not this SharedVolume's", pv.Name, ref.Namespace, ref.Name)
+		}
+	}
+	return failed(sv, reason, why), 0, nil
+}
+
+// readClaim reads a claim from the cache, which holds every claim, while its watch is seen
+// current (an event within claimsFresh), and else from the API server when the cache does not
+// have it: a watch that broke brings no events until it is back, and meanwhile the cache can
+// miss a claim made since.
+func (r *Reconciler) readClaim(ctx context.Context, key client.ObjectKey, pvc *corev1.PersistentVolumeClaim) error {
+	if last := r.lastClaimEvent.Load(); last != 0 && time.Since(time.Unix(0, last)) < claimsFresh {
+		return r.Get(ctx, key, pvc)
+	}
+	return r.getAny(ctx, key, pvc)
+}
+
+// claimsFresh is how recent the claim informer's last event must be for its cache to be
+// trusted with a claim's absence.
+const claimsFresh = 2 * time.Second
+
+// getAny reads an object from the cache and, when the cache does not have it, from the API
+// server: the cache holds only the PVs labelled as a SharedVolume's, and a colliding PV is
+// unlabelled; and a claim made a moment ago may not be in the cache yet.
 func (r *Reconciler) getAny(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	err := r.Get(ctx, key, obj)
 	if apierrors.IsNotFound(err) && r.Reader != nil {

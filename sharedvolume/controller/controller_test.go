@@ -13,12 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	metricstestutil "k8s.io/component-base/metrics/testutil"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
+	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -145,6 +147,12 @@ func TestCreateReadyDeleteCleanedUp(t *testing.T) {
 	v := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
 	must(t, b.c.Create(ctx, v))
 	must(t, eventually(ctx, "Ready", b.phase(v, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "the phase metric to count it", func(context.Context) error {
+		if got, err := metricstestutil.GetGaugeMetricValue(controller.Phases.WithLabelValues("Ready")); err != nil || got != 1 {
+			return fmt.Errorf("aws_efs_sharedvolumes{phase=\"Ready\"} = %v (%v), want 1", got, err)
+		}
+		return nil
+	}))
 
 	if v.Status.ClaimRef == nil || v.Status.ClaimRef.Name != "pvc-data" || v.Status.ClaimRef.Kind != "PersistentVolumeClaim" || ptr.Deref(v.Status.ClaimRef.APIGroup, "x") != "" {
 		t.Errorf("claimRef %+v", v.Status.ClaimRef)
@@ -428,4 +436,46 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestVolumeReservedForOthersClaimIsDeleted: a SharedVolume's PV reserved for its claim name,
+// not bound yet, while someone else's claim holds that name, is deleted before the binder can
+// hand that claim the access point. That is what a claim made in the moments the controller's
+// cache lags leaves behind.
+func TestVolumeReservedForOthersClaimIsDeleted(t *testing.T) {
+	b := newBed(t)
+	b.run()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b.namespace(ctx, "team-a", nil)
+	s := sv("team-a", "late", "fs-01", "fsap-01")
+	// Another storage class keeps the binder from binding the two while the test sets up.
+	foreign := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: volumes.PVCName(s)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: ptr.To("an-apps-own"),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	must(t, b.c.Create(ctx, foreign))
+	pv := volumes.PV(s)
+	must(t, b.c.Create(ctx, pv))
+
+	must(t, b.c.Create(ctx, s))
+	must(t, eventually(ctx, "the SharedVolume to fail", b.phase(s, v1alpha1.SharedVolumeFailed)))
+	if want := "PersistentVolumeClaim team-a/" + foreign.Name + " already exists and belongs to no SharedVolume"; !strings.Contains(s.Status.Message, want) {
+		t.Errorf("message %q, want it to say %q", s.Status.Message, want)
+	}
+	must(t, eventually(ctx, "the deletion to be told", b.eventFor(s, controller.ReasonReservedVolumeDeleted)))
+	must(t, eventually(ctx, "the reserved PV to be gone", func(ctx context.Context) error {
+		if err := b.c.Get(ctx, client.ObjectKeyFromObject(pv), pv); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("PV still there (%v), claimRef %+v", err, pv.Spec.ClaimRef)
+		}
+		return nil
+	}))
+	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(foreign), foreign))
+	if foreign.Spec.VolumeName != "" || foreign.Status.Phase == corev1.ClaimBound {
+		t.Errorf("the foreign claim was bound to %q", foreign.Spec.VolumeName)
+	}
 }

@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"sync/atomic"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,4 +51,18 @@ func volumeChanged(old, new client.Object) bool {
 		return !ok || o.Spec.VolumeName != n.Spec.VolumeName || o.Status.Phase != n.Status.Phase
 	}
 	return true
+}
+
+// noteEvents passes every event, first storing when it came (Unix nanoseconds) in last.
+func noteEvents(last *atomic.Int64) predicate.Predicate {
+	note := func() bool {
+		last.Store(time.Now().UnixNano())
+		return true
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return note() },
+		UpdateFunc:  func(event.UpdateEvent) bool { return note() },
+		DeleteFunc:  func(event.DeleteEvent) bool { return note() },
+		GenericFunc: func(event.GenericEvent) bool { return note() },
+	}
 }

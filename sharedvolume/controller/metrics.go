@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
@@ -33,24 +34,33 @@ func init() {
 }
 
 // reportPhases recounts the SharedVolumes per phase from the cache every few seconds: a count
-// kept up to date by each reconcile would drift whenever an update is lost.
-func reportPhases(ctx context.Context, c client.Reader) {
+// kept up to date by each reconcile would drift whenever an update is lost. It reads the
+// informer's own objects, without copying them: a list from the cache copies each, 10,000 of
+// them every 5 s at scale.
+func reportPhases(ctx context.Context, c cache.Cache) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		var list v1alpha1.SharedVolumeList
-		if err := c.List(ctx, &list); err == nil {
-			counts := map[v1alpha1.SharedVolumePhase]int{}
-			for _, sv := range list.Items {
+		informer, err := c.GetInformer(ctx, &v1alpha1.SharedVolume{})
+		if err != nil || !informer.HasSynced() {
+			klog.V(4).Infof("counting SharedVolumes: the cache is not ready (%v)", err)
+			return
+		}
+		store, ok := informer.(toolscache.SharedIndexInformer)
+		if !ok {
+			klog.V(4).Infof("counting SharedVolumes: the cache's informer is a %T", informer)
+			return
+		}
+		counts := map[v1alpha1.SharedVolumePhase]int{}
+		for _, obj := range store.GetStore().List() {
+			if sv, ok := obj.(*v1alpha1.SharedVolume); ok {
 				counts[sv.Status.Phase]++
 			}
-			for _, phase := range []v1alpha1.SharedVolumePhase{"", v1alpha1.SharedVolumePending, v1alpha1.SharedVolumeReady, v1alpha1.SharedVolumeDeleting, v1alpha1.SharedVolumeFailed} {
-				label := string(phase)
-				if label == "" {
-					label = "New"
-				}
-				Phases.WithLabelValues(label).Set(float64(counts[phase]))
+		}
+		for _, phase := range []v1alpha1.SharedVolumePhase{"", v1alpha1.SharedVolumePending, v1alpha1.SharedVolumeReady, v1alpha1.SharedVolumeDeleting, v1alpha1.SharedVolumeFailed} {
+			label := string(phase)
+			if label == "" {
+				label = "New"
 			}
-		} else {
-			klog.V(4).Infof("counting SharedVolumes: %v", err)
+			Phases.WithLabelValues(label).Set(float64(counts[phase]))
 		}
 	}, 5*time.Second)
 }

@@ -25,9 +25,14 @@ import (
 
 // Options tune the controller.
 type Options struct {
-	// Workers reconcile SharedVolumes in parallel. Each has at most one request to the API
-	// server in flight, so Workers also bounds the controller's load on it.
+	// Workers reconcile SharedVolumes made since the controller started, in parallel. Each has
+	// at most one request to the API server in flight, so Workers also bounds the controller's
+	// load on it.
 	Workers int
+	// BacklogWorkers reconcile, in parallel, the SharedVolumes made before the controller
+	// started: those made while no operator ran (an upgrade, a restart, a standby waiting for
+	// its lease).
+	BacklogWorkers int
 	// OperatorNamespace and CSV name the ClusterServiceVersion OLM installed the operator from.
 	// When both are set, new SharedVolumes get their finalizer from the API server as it admits
 	// them, for as long as that CSV is installed (finalizerpolicy.go).
@@ -35,13 +40,14 @@ type Options struct {
 }
 
 // DefaultOptions were measured with BenchmarkSharedVolumes (BENCHMARKS.md). A new
-// SharedVolume's reconcile makes three requests one after another (the claim's name checked,
-// the volume, the claim), so the workers bound how fast a backlog becomes pairs: catching up
-// with 1,000, 32 workers made 120-138 pairs a second and 96 made 174-205. But the binder binds
-// some 18 a second, one request at a time, and every SharedVolume waits for it: with 96 workers
-// the operator's requests crowded the binder's out (16.7-16.9 binds a second against
-// 17.0-17.2), and an app team's 1,000 were all Ready some 3% later.
-var DefaultOptions = Options{Workers: 32}
+// SharedVolume's reconcile makes two requests one after another (the volume, then the claim), so
+// the workers bound how fast SharedVolumes become pairs. But the binder binds some 18 claims a
+// second, one request at a time, and every SharedVolume waits for it: with 96 workers for an app
+// team's new SharedVolumes, the operator's requests crowded the binder's out (16.7-16.9 binds a
+// second against 17.0-17.2), and the app team's 1,000 were all Ready some 3% later. A backlog
+// waiting when the controller starts finds the binder idle, and has waited already: it gets 96,
+// which caught up with 1,000 at 1.4 times the pairs a second of 32.
+var DefaultOptions = Options{Workers: 32, BacklogWorkers: 96}
 
 // Run runs the SharedVolume controller until ctx ends. It waits for the SharedVolume API: the
 // CRD comes with the operator's bundle, but an operator started by hand may come first.
@@ -76,8 +82,11 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		// Only volumes and claims labelled as a SharedVolume's are cached: the cluster may hold
-		// any number of others.
+		// Only volumes labelled as a SharedVolume's are cached: the cluster may hold any number
+		// of others. Every claim is, each reduced to its name and what says whose it is: a new
+		// SharedVolume's claim name is checked there while the watch is seen current
+		// (Reconciler.claimsCurrent), where it cost a read from the API server, one request of
+		// three in each new SharedVolume's chain.
 		Cache: cache.Options{
 			// Nothing here reads managedFields: they were most of the cached bytes of every
 			// object at 10,000 SharedVolumes. The SharedVolumes, PVs and PVCs, which the
@@ -85,7 +94,7 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.PersistentVolume{}:      {Label: owned, Transform: slimVolume},
-				&corev1.PersistentVolumeClaim{}: {Label: owned, Transform: slimClaim},
+				&corev1.PersistentVolumeClaim{}: {Transform: slimClaim},
 				&v1alpha1.SharedVolume{}:        {Transform: slimSharedVolume},
 			}},
 	})
@@ -93,10 +102,10 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 		return fmt.Errorf("creating the SharedVolume controller: %w", err)
 	}
 	r := &Reconciler{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorderFor(component)}
-	if err := r.SetupWithManager(mgr, opts.Workers); err != nil {
+	if err := r.SetupWithManager(mgr, opts.Workers, opts.BacklogWorkers); err != nil {
 		return err
 	}
-	go reportPhases(ctx, mgr.GetClient())
+	go reportPhases(ctx, mgr.GetCache())
 	return mgr.Start(ctx)
 }
 
