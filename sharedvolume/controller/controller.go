@@ -486,10 +486,16 @@ func (r *Reconciler) refuse(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 // have it: a watch that broke brings no events until it is back, and meanwhile the cache can
 // miss a claim made since.
 func (r *Reconciler) readClaim(ctx context.Context, key client.ObjectKey, pvc *corev1.PersistentVolumeClaim) error {
-	if last := r.lastClaimEvent.Load(); last != 0 && time.Since(time.Unix(0, last)) < claimsFresh {
+	if r.claimsCurrent() {
 		return r.Get(ctx, key, pvc)
 	}
 	return r.getAny(ctx, key, pvc)
+}
+
+// claimsCurrent says whether the claim informer delivered an event within claimsFresh.
+func (r *Reconciler) claimsCurrent() bool {
+	last := r.lastClaimEvent.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < claimsFresh
 }
 
 // claimsFresh is how recent the claim informer's last event must be for its cache to be

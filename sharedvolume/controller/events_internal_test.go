@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,5 +60,33 @@ func TestVolumeEvents(t *testing.T) {
 	}
 	if !volumeEvents.Delete(event.DeleteEvent{Object: pvc}) {
 		t.Error("a PVC's deletion was not passed on")
+	}
+}
+
+// TestClaimsCurrent: the claim cache is trusted with a claim's absence only while its watch
+// delivers events, whichever kind they are.
+func TestClaimsCurrent(t *testing.T) {
+	r := &Reconciler{}
+	if r.claimsCurrent() {
+		t.Error("current before any event")
+	}
+	note := noteEvents(&r.lastClaimEvent)
+	pvc := &corev1.PersistentVolumeClaim{}
+	for name, deliver := range map[string]func() bool{
+		"create":  func() bool { return note.Create(event.CreateEvent{Object: pvc}) },
+		"update":  func() bool { return note.Update(event.UpdateEvent{ObjectOld: pvc, ObjectNew: pvc}) },
+		"delete":  func() bool { return note.Delete(event.DeleteEvent{Object: pvc}) },
+		"generic": func() bool { return note.Generic(event.GenericEvent{Object: pvc}) },
+	} {
+		r.lastClaimEvent.Store(time.Now().Add(-claimsFresh).UnixNano())
+		if r.claimsCurrent() {
+			t.Errorf("%s: current with the last event %v ago", name, claimsFresh)
+		}
+		if !deliver() {
+			t.Errorf("%s: the event was not passed on", name)
+		}
+		if !r.claimsCurrent() {
+			t.Errorf("%s: not current right after an event", name)
+		}
 	}
 }
