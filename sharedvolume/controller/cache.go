@@ -1,13 +1,14 @@
 package controller
 
 import (
+	"maps"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
 
 // The cache's transforms keep, of each SharedVolume, PV and PVC, what the controller reads, and
@@ -47,18 +48,13 @@ func slimClaim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	meta := pvc.ObjectMeta
-	meta.Labels = nil
-	for _, k := range ownershipLabels {
-		if v, ok := pvc.Labels[k]; ok {
-			if meta.Labels == nil {
-				meta.Labels = map[string]string{}
-			}
-			meta.Labels[k] = v
-		}
-	}
+	// The decoded claim is the transform's own to change; slimMeta copies what is left.
+	maps.DeleteFunc(pvc.Labels, func(k, _ string) bool {
+		_, ours := ownershipLabels[k]
+		return !ours
+	})
 	return &corev1.PersistentVolumeClaim{
-		ObjectMeta: slimMeta(meta),
+		ObjectMeta: slimMeta(pvc.ObjectMeta),
 		Spec:       corev1.PersistentVolumeClaimSpec{VolumeName: pvc.Spec.VolumeName},
 		Status:     corev1.PersistentVolumeClaimStatus{Phase: interned(pvc.Status.Phase)},
 	}, nil
@@ -87,8 +83,8 @@ func slimSharedVolume(obj any) (any, error) {
 	return sv, nil
 }
 
-// ownershipLabels are the labels that say which SharedVolume an object is.
-var ownershipLabels = []string{efs.CommunityOwnedLabel, efs.SharedVolumeOwnerNamespaceLabel, efs.SharedVolumeOwnerNameLabel}
+// ownershipLabels has, as its keys, the labels that say which SharedVolume an object is.
+var ownershipLabels = volumes.OwnerLabels(&v1alpha1.SharedVolume{})
 
 func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	var labels map[string]string

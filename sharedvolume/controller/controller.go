@@ -302,8 +302,13 @@ func claimWaitingSince(sv *v1alpha1.SharedVolume, pvc *corev1.PersistentVolumeCl
 // within pendingRecheck: the binder is working through its queue, and the cache's watch is
 // current, so a claim unbound in the cache is unbound.
 func (r *Reconciler) binderWorking() bool {
-	last := r.lastBind.Load()
-	return last != 0 && time.Since(time.Unix(0, last)) < pendingRecheck
+	return within(&r.lastBind, pendingRecheck)
+}
+
+// within says whether the time stored in last (Unix nanoseconds, 0 for never) is less than d ago.
+func within(last *atomic.Int64, d time.Duration) bool {
+	t := last.Load()
+	return t != 0 && time.Since(time.Unix(0, t)) < d
 }
 
 // keepSpec puts back the spec of a SharedVolume whose PV exists, when the spec was edited since
@@ -494,8 +499,7 @@ func (r *Reconciler) readClaim(ctx context.Context, key client.ObjectKey, pvc *c
 
 // claimsCurrent says whether the claim informer delivered an event within claimsFresh.
 func (r *Reconciler) claimsCurrent() bool {
-	last := r.lastClaimEvent.Load()
-	return last != 0 && time.Since(time.Unix(0, last)) < claimsFresh
+	return within(&r.lastClaimEvent, claimsFresh)
 }
 
 // claimsFresh is how recent the claim informer's last event must be for its cache to be
