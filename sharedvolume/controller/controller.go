@@ -84,8 +84,12 @@ type Reconciler struct {
 	// started is when the first reconcile began (Unix nanoseconds). SharedVolumes made before
 	// it waited for this process (backlog).
 	started atomic.Int64
-	// slots bounds how many reconciles of SharedVolumes made since started run at once.
-	slots chan struct{}
+	// slots bounds how many reconciles of SharedVolumes made since started run at once, and
+	// arrivingSlots bounds them further while new SharedVolumes keep arriving (arriving).
+	slots, arrivingSlots chan struct{}
+	// lastArrival is when the SharedVolume informer last delivered a new SharedVolume (Unix
+	// nanoseconds).
+	lastArrival atomic.Int64
 }
 
 // SetupWithManager registers the controller. PV and PVC events map back to their SharedVolume
@@ -93,6 +97,7 @@ type Reconciler struct {
 // by workers at once, a backlog made before it by backlogWorkers (Options).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers, backlogWorkers int) error {
 	r.slots = make(chan struct{}, workers)
+	r.arrivingSlots = make(chan struct{}, max(1, workers/4))
 	toOwner := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 		l := obj.GetLabels()
 		if l[efs.SharedVolumeOwnerNamespaceLabel] == "" || l[efs.SharedVolumeOwnerNameLabel] == "" {
@@ -102,7 +107,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers, backlogWorkers 
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharedvolume").
-		For(&v1alpha1.SharedVolume{}).
+		For(&v1alpha1.SharedVolume{}, builder.WithPredicates(noteArrivals(&r.lastArrival))).
 		Watches(&corev1.PersistentVolumeClaim{}, toOwner, builder.WithPredicates(noteEvents(&r.lastClaimEvent), volumeEvents)).
 		Watches(&corev1.PersistentVolume{}, toOwner, builder.WithPredicates(volumeEvents)).
 		// Run may start the controller again in a process whose previous one stopped.
@@ -172,19 +177,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 // admit waits, for a SharedVolume made since the controller started, until fewer than Workers
 // such reconciles run, and returns what ends its turn. An app team's new SharedVolumes share the
 // API server with the binder, which binds one claim at a time and which every one of them waits
-// for: more requests in flight crowd it out. A backlog, made while no operator ran, found the
-// binder idle, and its SharedVolumes have waited already: all the workers take it (DefaultOptions).
+// for: more requests in flight crowd it out. While new SharedVolumes keep arriving, the app
+// team's own creates crowd it too, and only a quarter of the workers take turns; those waiting
+// look again once arrivals stop. A backlog, made while no operator ran, found the binder idle,
+// and its SharedVolumes have waited already: all the workers take it (DefaultOptions).
 func (r *Reconciler) admit(ctx context.Context, sv *v1alpha1.SharedVolume) (release func(), err error) {
 	if r.slots == nil || sv.CreationTimestamp.Time.Before(time.Unix(0, r.started.Load())) {
 		return func() {}, nil
 	}
-	select {
-	case r.slots <- struct{}{}:
-		return func() { <-r.slots }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for {
+		slots := r.slots
+		var lookAgain <-chan time.Time
+		if r.arriving() {
+			slots, lookAgain = r.arrivingSlots, time.After(arrivalGap)
+		}
+		select {
+		case slots <- struct{}{}:
+			return func() { <-slots }, nil
+		case <-lookAgain:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
+
+// arriving says whether a new SharedVolume arrived within arrivalGap.
+func (r *Reconciler) arriving() bool {
+	return within(&r.lastArrival, arrivalGap)
+}
+
+// arrivalGap is how long after the last new SharedVolume arrivals count as still coming: an app
+// team creating hundreds at once makes one every few milliseconds.
+const arrivalGap = 250 * time.Millisecond
 
 // reconcile does the work of Reconcile on the SharedVolume read. A write refused because the
 // SharedVolume changed since it was read is returned as the conflict it is.

@@ -66,3 +66,13 @@ func noteEvents(last *atomic.Int64) predicate.Predicate {
 		GenericFunc: func(event.GenericEvent) bool { return note() },
 	}
 }
+
+// noteArrivals passes every event, storing when a new SharedVolume came (Unix nanoseconds) in
+// last. The informer's first list and a relist after a broken watch deliver those it already
+// had as new too, which holds the workers back for arrivalGap at most.
+func noteArrivals(last *atomic.Int64) predicate.Predicate {
+	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool {
+		last.Store(time.Now().UnixNano())
+		return true
+	}}
+}
