@@ -15,14 +15,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
@@ -191,12 +189,7 @@ func (b *bed) fastClient(ctx context.Context) client.Client {
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 	}))
-	// Long enough for the longest benchmark, which deletes 10,000 SharedVolumes at its end.
-	token, err := kubernetes.NewForConfigOrDie(b.stack.Config).CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3 * 3600)}}, metav1.CreateOptions{})
-	must(b.t, err)
-	config := rest.AnonymousClientConfig(b.stack.Config)
-	config.BearerToken = token.Status.Token
+	config := fixture.ServiceAccountConfig(ctx, b.t, b.stack.Config, sa.Namespace, sa.Name)
 	config.QPS = -1
 	c, err := client.New(config, client.Options{Scheme: testbed.Scheme})
 	must(b.t, err)

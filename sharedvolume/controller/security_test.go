@@ -8,19 +8,17 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -42,12 +40,7 @@ func (b *bed) appTeam(ctx context.Context, ns string) client.Client {
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "app", Namespace: ns}},
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "sharedvolume-editor"},
 	}))
-	token, err := kubernetes.NewForConfigOrDie(b.stack.Config).CoreV1().ServiceAccounts(ns).CreateToken(ctx, "app",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
-	must(b.t, err)
-	config := rest.AnonymousClientConfig(b.stack.Config)
-	config.BearerToken = token.Status.Token
-	c, err := client.New(config, client.Options{Scheme: testbed.Scheme})
+	c, err := client.New(fixture.ServiceAccountConfig(ctx, b.t, b.stack.Config, ns, "app"), client.Options{Scheme: testbed.Scheme})
 	must(b.t, err)
 	return c
 }
