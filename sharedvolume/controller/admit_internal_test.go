@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
@@ -101,4 +102,39 @@ func TestAdmitWhileArriving(t *testing.T) {
 
 func madeAt(at time.Time) *v1alpha1.SharedVolume {
 	return &v1alpha1.SharedVolume{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(at)}}
+}
+
+// TestReadyWait: a bound SharedVolume's Ready status is held while another's claim was made
+// within arrivalGap, for maxReadyHold at most, and never for the SharedVolume whose claim was
+// the last made.
+func TestReadyWait(t *testing.T) {
+	self, other := types.NamespacedName{Namespace: "team", Name: "a"}, types.NamespacedName{Namespace: "team", Name: "b"}
+	now := time.Now()
+	for _, tc := range []struct {
+		name     string
+		lastPair *pairMade
+		heldAt   time.Time // zero: not held before
+		want     time.Duration
+	}{
+		{name: "no claim made", want: 0},
+		{name: "its own claim the last made", lastPair: &pairMade{sharedVolume: self, at: now}, want: 0},
+		{name: "another's claim made just now", lastPair: &pairMade{sharedVolume: other, at: now}, want: arrivalGap},
+		{name: "another's claim made before arrivalGap", lastPair: &pairMade{sharedVolume: other, at: now.Add(-arrivalGap)}, want: 0},
+		{name: "held for less than maxReadyHold", lastPair: &pairMade{sharedVolume: other, at: now}, heldAt: now.Add(-maxReadyHold / 2), want: arrivalGap},
+		{name: "held for maxReadyHold", lastPair: &pairMade{sharedVolume: other, at: now}, heldAt: now.Add(-maxReadyHold), want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{}
+			r.lastPair.Store(tc.lastPair)
+			if !tc.heldAt.IsZero() {
+				r.readyHeld.Store(self, tc.heldAt)
+			}
+			if got := r.readyWait(self); got != tc.want {
+				t.Fatalf("readyWait = %v, want %v", got, tc.want)
+			}
+			if _, held := r.readyHeld.Load(self); tc.want > 0 && !held {
+				t.Fatal("held, but not recorded as held: its hold would have no end")
+			}
+		})
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -213,6 +214,20 @@ func (b *bed) startShippedOperator(ctx context.Context, bin string) *exec.Cmd {
 	warm.GenerateName = "warmup-"
 	must(b.t, b.c.Create(ctx, warm))
 	must(b.t, eventually(ctx, "the warm-up SharedVolume Ready", b.phase(warm, v1alpha1.SharedVolumeReady)))
+	// App teams create SharedVolumes long after an install, when the finalizer policy the
+	// operator puts up as it starts is in effect. The API server loads a new policy a moment
+	// later, and until then the controller patches each new SharedVolume itself: in one run of
+	// four, the app team's first 90 were, each reconciled once more for it.
+	must(b.t, eventually(ctx, "the finalizer policy in effect", func(ctx context.Context) error {
+		probe := sv(warmupNS, "policy-probe", "fs-01", "fsap-01")
+		if err := b.c.Create(ctx, probe, client.DryRunAll); err != nil {
+			return err
+		}
+		if !controllerutil.ContainsFinalizer(probe, efs.SharedVolumeFinalizer) {
+			return fmt.Errorf("a new SharedVolume is admitted without finalizer %s", efs.SharedVolumeFinalizer)
+		}
+		return nil
+	}))
 	return op
 }
 

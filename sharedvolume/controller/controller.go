@@ -90,6 +90,17 @@ type Reconciler struct {
 	// lastArrival is when the SharedVolume informer last delivered a new SharedVolume (Unix
 	// nanoseconds).
 	lastArrival atomic.Int64
+	// lastPair is the claim this controller made last, and when.
+	lastPair atomic.Pointer[pairMade]
+	// readyHeld maps each SharedVolume whose Ready status is held back (readyWait) to when it
+	// first was.
+	readyHeld sync.Map
+}
+
+// pairMade records that a SharedVolume's claim, the second of its pair, was made.
+type pairMade struct {
+	sharedVolume types.NamespacedName
+	at           time.Time
 }
 
 // SetupWithManager registers the controller. PV and PVC events map back to their SharedVolume
@@ -148,7 +159,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	r.started.CompareAndSwap(0, time.Now().UnixNano())
 	sv := &v1alpha1.SharedVolume{}
 	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
+		r.readyHeld.Delete(req.NamespacedName)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if _, held := r.readyHeld.Load(req.NamespacedName); held && sv.DeletionTimestamp == nil {
+		// Looked at again without taking a turn from those whose pairs are still to be made.
+		if wait := r.readyWait(req.NamespacedName); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 	}
 	release, err := r.admit(ctx, sv)
 	if err != nil {
@@ -242,18 +260,48 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	key := client.ObjectKeyFromObject(sv)
 	if reverted != nil {
 		meta.SetStatusCondition(&status.Conditions, *reverted)
 	} else if hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, nil
+	} else if status.Phase == v1alpha1.SharedVolumeReady && sv.Status.Phase != v1alpha1.SharedVolumeReady {
+		if wait := r.readyWait(key); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
 	}
 	if err := r.writeStatus(ctx, sv, status); err != nil {
 		return reconcile.Result{}, err
 	}
+	r.readyHeld.Delete(key)
 	if status.Phase == v1alpha1.SharedVolumePending {
 		return reconcile.Result{RequeueAfter: recheckAfter(status)}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// maxReadyHold is how long at most the Ready status of a SharedVolume whose claim is bound is
+// held back while the controller makes other SharedVolumes' pairs (readyWait).
+const maxReadyHold = 10 * time.Second
+
+// readyWait is how long to hold back the Ready status of SharedVolume key, whose claim is bound,
+// before it is looked at again. While the controller is making other SharedVolumes' claims (one
+// within arrivalGap), it is held, up to maxReadyHold: an app team's burst is made into PVs and
+// PVCs on an API server it saturates, where each status write is a custom-resource write more
+// and a watch event for everyone watching SharedVolumes. A bound claim is what a pod mounts, so
+// nothing waits on the status meanwhile but those reading it, and a claim the binder bound
+// early in a burst is Ready a few seconds later instead of at once. A lone SharedVolume, whose
+// own claim was the last made, is Ready at once.
+func (r *Reconciler) readyWait(key types.NamespacedName) time.Duration {
+	last := r.lastPair.Load()
+	if last == nil || last.sharedVolume == key || time.Since(last.at) >= arrivalGap {
+		return 0
+	}
+	first, _ := r.readyHeld.LoadOrStore(key, time.Now())
+	if time.Since(first.(time.Time)) >= maxReadyHold {
+		return 0
+	}
+	return arrivalGap
 }
 
 // maxRecheck is the longest a SharedVolume waiting for the binder goes unchecked.
@@ -441,6 +489,7 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		case err != nil:
 			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		default:
+			r.lastPair.Store(&pairMade{sharedVolume: client.ObjectKeyFromObject(sv), at: time.Now()})
 			r.claimRecreated(sv, pv, pvc)
 		}
 	}
