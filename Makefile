@@ -112,7 +112,7 @@ bench: tools ## Run the benchmarks (the catalog verbs; operator latency and memo
 	@$(MAKE) --no-print-directory bench-sharedvolumes
 
 # The SharedVolume benchmarks alone, each on clusters of its own: 1,000 SharedVolumes against
-# their raw-client baseline, four runs of about 4 minutes (the Ready ratio must hold in every
+# their raw-client baseline, four runs of about 5 minutes (the Ready ratio must hold in every
 # one); one SharedVolume at a time, ten of them; 10,000 across 1,000 namespaces, created and
 # deleted, about half an hour. BENCH_OUT=FILE appends to FILE.
 .PHONY: bench-sharedvolumes
