@@ -461,9 +461,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	operator.Store(op.Process)
 	svs := watch(ctx, b, bd.stack.Config, ownedBy("svs"), pairKinds)
 	start = time.Now()
-	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
-		return fast.Create(ctx, sv("svs", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i)))
-	}))
+	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error { return fast.Create(ctx, nthSV("svs", i)) }))
 	must(b, svs[svKind].wait(ctx, "SharedVolumes Ready", met, n))
 	end := time.Now()
 	objects, bound, svBinderRate := pairTimes(b, svs, start)
@@ -482,9 +480,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	operator.Store(nil)
 	catchUp := watch(ctx, b, bd.stack.Config, ownedBy("catch-up"), pairKinds)
 	start = time.Now()
-	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
-		return fast.Create(ctx, sv("catch-up", fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i)))
-	}))
+	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error { return fast.Create(ctx, nthSV("catch-up", i)) }))
 	svCreates := time.Since(start)
 	cpu.report(b, "sharedvolume-creates-", start, start.Add(svCreates))
 	svCreateCPU, _ := cpu.between(start, start.Add(svCreates))
@@ -505,9 +501,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	var burstCreates time.Duration
 	creates := make(chan error, 1)
 	go func() {
-		err := testutil.ParallelOn(createWorkers, n, func(i int) error {
-			return fast.Create(ctx, sv(rawBurstNS, fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i)))
-		})
+		err := testutil.ParallelOn(createWorkers, n, func(i int) error { return fast.Create(ctx, nthSV(rawBurstNS, i)) })
 		burstCreates = time.Since(start)
 		creates <- err
 	}()
@@ -521,7 +515,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	// No operator is to find these: they have the finalizer the policy gives, which nothing
 	// would remove.
 	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
-		return fast.Patch(ctx, sv(rawBurstNS, fmt.Sprintf("v%04d", i), "", ""), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+		return fast.Patch(ctx, nthSV(rawBurstNS, i), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	}))
 	must(b, fast.DeleteAllOf(ctx, &v1alpha1.SharedVolume{}, client.InNamespace(rawBurstNS)))
 
@@ -588,12 +582,17 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// nthSV is the i-th of the SharedVolumes an app team creates in namespace ns in one go.
+func nthSV(ns string, i int) *v1alpha1.SharedVolume {
+	return sv(ns, fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
+}
+
 // rawPairs makes the i-th of the pairs the controller would make in namespace ns, the same way,
 // as the raw client c: the volume first, labelled label and reserved for the claim by name,
 // then the claim asking for it.
 func rawPairs(ctx context.Context, c client.Client, ns string, label map[string]string) func(i int) error {
 	return func(i int) error {
-		v := sv(ns, fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
+		v := nthSV(ns, i)
 		pv := &corev1.PersistentVolume{
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%04d", ns, i), Labels: label},
 			Spec: corev1.PersistentVolumeSpec{
