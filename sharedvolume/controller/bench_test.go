@@ -420,10 +420,10 @@ func (m *cpuMeter) report(b *testing.B, prefix string, from, to time.Time) {
 //     SharedVolume Ready), as a watch saw them; the controller-manager's binding rate; the
 //     operator's requests per SharedVolume, as the API server's audit log recorded them; the
 //     CPU time of every process over each window;
-//   - 1,000 SharedVolumes created with the operator stopped: what the creates alone cost, and
-//     the bound on the objects ratio that sets for a controller that would cost nothing,
-//     estimated from CPU time;
-//   - the raw client in the same burst: 1,000 more created while it makes 1,000 more pairs;
+//   - the bound on the objects ratio: the raw client in the same burst, a controller that
+//     costs nothing, makes 1,000 more pairs while 1,000 more SharedVolumes are created, with
+//     the operator stopped; beside it, the same bound estimated from CPU time, from what the
+//     creates alone cost;
 //   - catch-up: the operator started again, as its CSV ships it, with those 1,000 waiting: the
 //     time from its start until every PV and PVC exists, against the baseline's, and its
 //     requests and CPU time per SharedVolume;
@@ -468,14 +468,15 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	_, _, lastReady := svs[svKind].span(met)
 	ready := lastReady.Sub(start)
 	cpu.report(b, "controller-objects-", start, start.Add(objects))
+	appCPU, _ := cpu.between(start, start.Add(objects))
 	cpu.report(b, "controller-ready-", start, lastReady)
 	reqs := bd.requestsOf(fixture.ServiceAccountUser(operatorNS), start, end)
 	rssSVs := mib(op.Process)
 
 	// What the app team's creates alone cost the machine, with the operator stopped as a
-	// rollout stops it: even a controller that cost nothing could make the pairs of
-	// SharedVolumes created at once no sooner than the machine can do both, the creates and
-	// the pairs.
+	// rollout stops it, for the estimate of the bound from CPU time: even a controller that
+	// cost nothing could make the pairs of SharedVolumes created at once no sooner than the
+	// machine can do both, the creates and the pairs.
 	stopOperator(b, op)
 	operator.Store(nil)
 	catchUp := watch(ctx, b, bd.stack.Config, ownedBy("catch-up"), pairKinds)
@@ -486,12 +487,15 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	svCreateCPU, _ := cpu.between(start, start.Add(svCreates))
 	baseCPU, _ := cpu.between(baseStart, baseStart.Add(baseObjects))
 
-	// The raw client in the same burst: with the operator still stopped, it makes 1,000 more
-	// pairs while the app team creates 1,000 more SharedVolumes, from the same moment; its
-	// window ends when both are done. The bound above is estimated from CPU time and charges
-	// the creates at what they cost alone, with the binder idle, but beside pairs the binder
-	// works through the creates too, on the same two cores. This is no bound: a controller that
-	// makes fewer requests while the creates go on can beat it.
+	// The bound, measured: with the operator still stopped, the raw client, a controller that
+	// costs nothing, makes 1,000 more pairs while the app team creates 1,000 more SharedVolumes,
+	// from the same moment, the binder idle as it was at the operator's burst; its window ends
+	// when both are done. The estimate from CPU time above charges the creates at what they
+	// cost alone, with the binder idle throughout, but beside pairs the binder and the
+	// scheduler work through the creates too, on the same two cores: the raw client itself fell
+	// short of that estimate by up to a fifth. The measured bound is no hard ceiling either (a
+	// controller that sends fewer requests while the creates go on can come out a little
+	// ahead), which is why the goal is a share of it.
 	burstLabel := map[string]string{"csi-olm.io/benchmark": rawBurstNS}
 	burst := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(burstLabel)},
@@ -551,16 +555,17 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	b.ReportMetric(objects.Seconds(), "controller-objects-s")
 	b.ReportMetric(baseObjects.Seconds()/objects.Seconds(), "objects-rate-ratio")
 	b.ReportMetric(svCreates.Seconds(), "sharedvolume-creates-s")
-	ceiling := total(baseCPU).Seconds() / (total(baseCPU) + total(svCreateCPU)).Seconds()
-	b.ReportMetric(ceiling, "objects-rate-ratio-bound")
-	b.ReportMetric(baseObjects.Seconds()/objects.Seconds()/ceiling, "objects-ratio-of-bound")
 	b.ReportMetric(burstObjects.Seconds(), "raw-burst-objects-s")
-	b.ReportMetric(baseObjects.Seconds()/burstObjects.Seconds(), "raw-burst-objects-rate-ratio")
-	b.ReportMetric(burstObjects.Seconds()/objects.Seconds(), "objects-ratio-of-raw-burst")
-	// The raw client's pairs in the burst as a share of the bound estimated from CPU time: it
-	// has no controller's cost at all, so what it falls short by is what the estimate leaves
-	// out.
-	b.ReportMetric(baseObjects.Seconds()/burstObjects.Seconds()/ceiling, "raw-burst-ratio-of-bound")
+	measured := baseObjects.Seconds() / burstObjects.Seconds()
+	b.ReportMetric(measured, "objects-rate-ratio-bound")
+	b.ReportMetric(baseObjects.Seconds()/objects.Seconds()/measured, "objects-ratio-of-bound")
+	estimate := total(baseCPU).Seconds() / (total(baseCPU) + total(svCreateCPU)).Seconds()
+	b.ReportMetric(estimate, "objects-rate-ratio-cpu-estimate")
+	b.ReportMetric(baseObjects.Seconds()/objects.Seconds()/estimate, "objects-ratio-of-cpu-estimate")
+	// The raw client's own share of the estimate: it has no controller's cost at all, so what
+	// it falls short by is what the estimate leaves out.
+	b.ReportMetric(measured/estimate, "raw-burst-ratio-of-cpu-estimate")
+	b.ReportMetric(appCPU["operator"].Seconds()*1000/float64(n), "controller-objects-operator-cpu-ms/sv")
 	b.ReportMetric(baseBound.Seconds(), "baseline-bound-s")
 	b.ReportMetric(bound.Seconds(), "controller-bound-s")
 	b.ReportMetric(ready.Seconds(), "controller-ready-s")
