@@ -397,8 +397,9 @@ func (m *cpuMeter) between(from, to time.Time) (map[string]time.Duration, time.D
 }
 
 // report puts the CPU seconds of the window among the benchmark's figures, all processes
-// together and the API server's own, and the share of each process in its log.
-func (m *cpuMeter) report(b *testing.B, prefix string, from, to time.Time) {
+// together and the API server's own, and the share of each process in its log. It returns the
+// CPU time of each process.
+func (m *cpuMeter) report(b *testing.B, prefix string, from, to time.Time) map[string]time.Duration {
 	used, wall := m.between(from, to)
 	b.ReportMetric(total(used).Seconds(), prefix+"cpu-s")
 	b.ReportMetric(used[testbed.APIServerComponent].Seconds(), prefix+"apiserver-cpu-s")
@@ -407,6 +408,7 @@ func (m *cpuMeter) report(b *testing.B, prefix string, from, to time.Time) {
 		lines = append(lines, fmt.Sprintf("  %-25s %6.2f s", name, used[name].Seconds()))
 	}
 	b.Logf("%sCPU used over %.2f s (2 cores: %.2f CPU-s at most):\n%s", prefix, wall.Seconds(), 2*wall.Seconds(), strings.Join(lines, "\n"))
+	return used
 }
 
 // BenchmarkSharedVolumes measures the SharedVolume controller, as the operator binary runs it
@@ -444,17 +446,13 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	var operator atomic.Pointer[os.Process]
 	cpu := meterCPU(ctx, bd.stack, operator.Load)
 
-	baselineLabel := map[string]string{"csi-olm.io/benchmark": "baseline"}
-	raw := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(baselineLabel)},
-		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{"baseline": {}}},
-	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound})
+	raw := watchRawPairs(ctx, b, bd.stack.Config, "baseline")
 	baseStart := time.Now()
 	start := baseStart
-	must(b, testutil.ParallelOn(createWorkers, n, rawPairs(ctx, fast, "baseline", baselineLabel)))
+	must(b, testutil.ParallelOn(createWorkers, n, rawPairs(ctx, fast, "baseline")))
 	must(b, raw[pvcKind].wait(ctx, "baseline claims Bound", met, n))
 	baseObjects, baseBound, binderRate := pairTimes(b, raw, start)
-	cpu.report(b, "baseline-objects-", start, start.Add(baseObjects))
+	baseCPU := cpu.report(b, "baseline-objects-", start, start.Add(baseObjects))
 	cpu.report(b, "baseline-bound-", start, start.Add(baseBound))
 
 	op := bd.startShippedOperator(ctx, bin)
@@ -467,8 +465,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	objects, bound, svBinderRate := pairTimes(b, svs, start)
 	_, _, lastReady := svs[svKind].span(met)
 	ready := lastReady.Sub(start)
-	cpu.report(b, "controller-objects-", start, start.Add(objects))
-	appCPU, _ := cpu.between(start, start.Add(objects))
+	appCPU := cpu.report(b, "controller-objects-", start, start.Add(objects))
 	cpu.report(b, "controller-ready-", start, lastReady)
 	reqs := bd.requestsOf(fixture.ServiceAccountUser(operatorNS), start, end)
 	rssSVs := mib(op.Process)
@@ -483,9 +480,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	start = time.Now()
 	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error { return fast.Create(ctx, nthSV("catch-up", i)) }))
 	svCreates := time.Since(start)
-	cpu.report(b, "sharedvolume-creates-", start, start.Add(svCreates))
-	svCreateCPU, _ := cpu.between(start, start.Add(svCreates))
-	baseCPU, _ := cpu.between(baseStart, baseStart.Add(baseObjects))
+	svCreateCPU := cpu.report(b, "sharedvolume-creates-", start, start.Add(svCreates))
 
 	// The bound, measured: with the operator still stopped, the raw client, a controller that
 	// costs nothing, makes 1,000 more pairs while the app team creates 1,000 more SharedVolumes,
@@ -496,11 +491,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	// short of that estimate by up to a fifth. The measured bound is no hard ceiling either (a
 	// controller that sends fewer requests while the creates go on can come out a little
 	// ahead), which is why the goal is a share of it.
-	burstLabel := map[string]string{"csi-olm.io/benchmark": rawBurstNS}
-	burst := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(burstLabel)},
-		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{rawBurstNS: {}}},
-	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound})
+	burst := watchRawPairs(ctx, b, bd.stack.Config, rawBurstNS)
 	start = time.Now()
 	var burstCreates time.Duration
 	creates := make(chan error, 1)
@@ -509,7 +500,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 		burstCreates = time.Since(start)
 		creates <- err
 	}()
-	must(b, testutil.ParallelOn(createWorkers, n, rawPairs(ctx, fast, rawBurstNS, burstLabel)))
+	must(b, testutil.ParallelOn(createWorkers, n, rawPairs(ctx, fast, rawBurstNS)))
 	must(b, <-creates)
 	// Bound before the catch-up, which finds the binder idle.
 	must(b, burst[pvcKind].wait(ctx, "the raw client's claims Bound", met, n))
@@ -534,8 +525,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	}
 	caughtUp, firstObject := objectTimes(catchUp, start)
 	_, baseFirst := objectTimes(raw, baseStart)
-	cpu.report(b, "catchup-", start, start.Add(caughtUp))
-	catchUpCPU, _ := cpu.between(start, start.Add(caughtUp))
+	catchUpCPU := cpu.report(b, "catchup-", start, start.Add(caughtUp))
 	catchUpReqs := bd.requestsOf(fixture.ServiceAccountUser(operatorNS), start, start.Add(caughtUp))
 	must(b, catchUp[svKind].wait(ctx, "caught-up SharedVolumes Ready", met, n))
 
@@ -592,14 +582,28 @@ func nthSV(ns string, i int) *v1alpha1.SharedVolume {
 	return sv(ns, fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
 }
 
+// rawPairsLabel labels the volumes the raw client makes for namespace ns: volumes have no
+// namespace to watch them by.
+func rawPairsLabel(ns string) map[string]string {
+	return map[string]string{"csi-olm.io/benchmark": ns}
+}
+
+// watchRawPairs watches the PVs and PVCs rawPairs makes in namespace ns.
+func watchRawPairs(ctx context.Context, tb testing.TB, config *rest.Config, ns string) map[string]*tracker {
+	return watch(ctx, tb, config, cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(rawPairsLabel(ns))},
+		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{ns: {}}},
+	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound})
+}
+
 // rawPairs makes the i-th of the pairs the controller would make in namespace ns, the same way,
-// as the raw client c: the volume first, labelled label and reserved for the claim by name,
-// then the claim asking for it.
-func rawPairs(ctx context.Context, c client.Client, ns string, label map[string]string) func(i int) error {
+// as the raw client c: the volume first, labelled rawPairsLabel and reserved for the claim by
+// name, then the claim asking for it.
+func rawPairs(ctx context.Context, c client.Client, ns string) func(i int) error {
 	return func(i int) error {
 		v := nthSV(ns, i)
 		pv := &corev1.PersistentVolume{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%04d", ns, i), Labels: label},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%04d", ns, i), Labels: rawPairsLabel(ns)},
 			Spec: corev1.PersistentVolumeSpec{
 				Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, StorageClassName: "efs-sc",
