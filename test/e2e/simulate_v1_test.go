@@ -228,11 +228,20 @@ func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1
 }
 
 // deleteOLMv1Extension deletes the EFS operator's ClusterExtension and waits until it is gone,
-// with what it installed.
+// with what it installed: the next start installs into a cluster without it. Until the garbage
+// collector has deleted the old extension's CRDs, operator-controller refuses to install the
+// same bundle for a new ClusterExtension of the same name (README.md#uninstalling-with-olm-v1).
 func deleteOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack) {
 	tb.Helper()
 	ce := efsExtension()
-	if err := s.Client.Delete(ctx, ce); err != nil && !apierrors.IsNotFound(err) {
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(ce), ce); err != nil {
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		tb.Fatal(err)
+	}
+	uid := ce.GetUID()
+	if err := s.Client.Delete(ctx, ce, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		tb.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -241,4 +250,5 @@ func deleteOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack) 
 	}); err != nil {
 		tb.Fatalf("the ClusterExtension is not gone: %v", err)
 	}
+	waitOwnedGone(ctx, tb, s, "ClusterExtension "+ce.GetName(), uid)
 }
