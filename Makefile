@@ -51,11 +51,28 @@ TEST_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kw
 	registry opm grpc_health_probe storage-manifest-check csi-provisioner olm-crds
 E2E_TOOLS := $(TEST_TOOLS) kubelet kube-proxy pause coredns olm catalog cpb kube-rbac-proxy operator-controller catalogd olmv1-crds
 
+# The ledger: every `go test` of `make test` and `make e2e` runs with -json, and hack/testledger
+# keeps the stream in $(LEDGER_DIR)/NAME.jsonl while printing what plain `go test` prints. From
+# those files each target, and .ci/run for the whole run, lists the slowest tests.
+# $(call ledger,NAME) is the end of such a command line.
+LEDGER_DIR := $(BIN)/test-json
+TESTLEDGER := $(BIN)/testledger
+ledger = | $(TESTLEDGER) tee $(LEDGER_DIR)/$(1).jsonl
+SLOWEST = $(TESTLEDGER) slowest -n 15
+
 # $(call beside,A,B) runs A in the background while B runs, waits for both, and fails if either did.
 beside = $(1) & beside=$$!; rc=0; $(2) || rc=$$?; wait $$beside || rc=$$?; exit $$rc
 
 # The operator package's campaigns and corpus, about half of its time: a test process of their own.
 OPERATOR_CAMPAIGNS := ^(TestDriverNeverDeletedUnderAVolume|TestOperatorKillCampaign|TestControlPlaneFaultsConverge|TestClusterCSIDriverCorpus)$$
+# The operator package's other tests, in OPERATOR_SHARDS processes side by side: each test starts
+# a cluster of its own and mostly waits on it, and one after another they were the long pole of
+# `make test`. `go test -list` names them into $(OPERATOR_TESTS) and every OPERATOR_SHARDS-th goes
+# to the same process, so a new test lands in one with no list kept by hand.
+# $(call operator_shard,K) is shard K's -run.
+OPERATOR_SHARDS := 2
+OPERATOR_TESTS := $(BIN)/operator-tests.txt
+operator_shard = "^($$(awk 'NR % $(OPERATOR_SHARDS) == $(1)' $(OPERATOR_TESTS) | paste -sd'|'))$$"
 # The catalog verbs' tests on the field-sized catalogs (test/synthcatalog's 800 bundles): one
 # goroutine resolving start after start, which the race detector makes five times slower. They
 # check results at scale and run without it; the simulator's concurrency is race-tested on the
@@ -70,27 +87,44 @@ COMPILE_STATIC_OPERATOR = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd
 
 .PHONY: test
 # -count=1: a test's result is never taken from Go's cache, which does not know the tools the
-# tests run. The operator package, the long pole, runs in two processes side by side (compiled
-# once first, so that they do not both compile it); both mostly wait on their own clusters.
+# tests run. The operator package, the long pole, runs in 1 + OPERATOR_SHARDS processes side by
+# side, its campaigns and the shards of its other tests (compiled once first, by the listing, so
+# that they do not each compile it); all mostly wait on their own clusters.
 # The release tests compress image layers, which takes ten times longer under the race detector;
 # their concurrency (registry.PinAll) is race-tested in images/registry. They and the field
 # tests run beside the rest: alone after it, they would leave a core idle for minutes.
-test: test-tools image-builder ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
-	$(call beside,$(COMPILE_STATIC_OPERATOR),$(GO) test -race -count=1 -run '^$$' ./operator/)
-	$(call beside,($(TOOL_ENV) $(GO) test -count=1 -timeout 30m ./release/... && \
-		$(TOOL_ENV) $(GO) test -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate),\
-		($(call beside,$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/,\
-		$(TOOL_ENV) $(GO) test -race -count=1 -timeout 40m -skip '$(OPERATOR_CAMPAIGNS)|$(FIELD_TESTS)' \
-		$$($(GO) list ./... | grep -v -e /test/e2e -e /release$$))))
+test: test-tools image-builder $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
+	rm -f $(LEDGER_DIR)/test-*.jsonl
+	$(call beside,$(COMPILE_STATIC_OPERATOR),$(GO) test -race -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
+	$(call beside,($(TOOL_ENV) $(GO) test -json -count=1 -timeout 30m ./release/... $(call ledger,test-release) && \
+		$(TOOL_ENV) $(GO) test -json -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate $(call ledger,test-field)),\
+		($(call beside,$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/ $(call ledger,test-campaigns),\
+		($(call beside,$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
+		($(call beside,$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
+		$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -skip '$(FIELD_TESTS)' \
+		$$($(GO) list ./... | grep -v -e /test/e2e -e /release$$ -e /operator$$) $(call ledger,test-race))))))))
+	@$(SLOWEST) $(LEDGER_DIR)/test-*.jsonl
 
 # The campaigns' long forms that CI runs: `make test` runs their short forms.
-E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO) test -count=1 -timeout 30m -run '^TestDriverNeverDeletedUnderAVolume$$' ./operator/
+E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO) test -json -count=1 -timeout 30m -run '^TestDriverNeverDeletedUnderAVolume$$' ./operator/ \
+	$(call ledger,e2e-campaigns)
+
+# The end-to-end tests that run a real node: a machine runs one at a time, so they run one after
+# another in a process of their own, beside the others (test/e2e's noRealNodeEnv keeps those off
+# the host's real node; a test that starts one there fails and names this variable).
+E2E_REAL_NODE_TESTS := ^(Test.*RealNode.*|TestSimulateV1MatchesOperatorController)$$
 
 .PHONY: e2e
-e2e: e2e-tools node-deps ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
-	@# Side by side: both mostly wait on their own clusters, and one after the other would take
-	@# six minutes more.
-	$(call beside,$(E2E_CAMPAIGNS),$(GO) test -count=1 -timeout 50m ./test/e2e/...)
+e2e: e2e-tools node-deps $(TESTLEDGER) ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
+	rm -f $(LEDGER_DIR)/e2e-*.jsonl
+	@# Compiled once, before the two processes that run it would each compile it.
+	$(GO) test -count=1 -run '^$$' ./test/e2e/ >/dev/null
+	@# Side by side: the real node's flows, the other flows and the long campaign each mostly
+	@# wait on their own clusters.
+	$(call beside,$(E2E_CAMPAIGNS),($(call beside,\
+		$(GO) test -json -count=1 -timeout 50m -run '$(E2E_REAL_NODE_TESTS)' ./test/e2e/ $(call ledger,e2e-realnode),\
+		CSI_OLM_E2E_NO_REAL_NODE=1 $(GO) test -json -count=1 -timeout 50m -skip '$(E2E_REAL_NODE_TESTS)' ./test/e2e/... $(call ledger,e2e-rest))))
+	@$(SLOWEST) $(LEDGER_DIR)/e2e-*.jsonl
 
 .PHONY: test-tools e2e-tools
 # Three builds at once: on 2 cores one build's downloads and links overlap another's compiling.
@@ -188,6 +222,11 @@ release: operator-binaries cli tools ## Pin every image by digest and publish th
 	@[[ -n "$(REGISTRY)" ]] || { echo "make release needs REGISTRY=, e.g. REGISTRY=quay.io/csi-olm"; exit 2; }
 	$(CSI_OLM) release --registry $(REGISTRY) $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) \
 		--opm "$$(hack/tools.sh opm)" --grpc-health-probe "$$(hack/tools.sh grpc_health_probe)" $(foreach m,$(MIRRORS),--mirror $(m)) --output $(or $(OUTPUT),$(BIN)/release)
+
+# Always rebuilt: go build is a cache lookup when nothing changed, and make cannot see Go's inputs.
+.PHONY: $(TESTLEDGER)
+$(TESTLEDGER):
+	$(GO) build -o $@ ./hack/testledger
 
 .PHONY: cli
 cli:

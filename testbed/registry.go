@@ -30,6 +30,14 @@ type registryConfig struct {
 	} `json:"http"`
 }
 
+// RegistryStorage is the directory the stack's registry keeps its images in.
+func (s *Stack) RegistryStorage() string {
+	if s.opts.RegistryStorage != "" {
+		return s.opts.RegistryStorage
+	}
+	return filepath.Join(s.Dir, "registry")
+}
+
 // startRegistry runs the CNCF distribution registry on a free loopback port, over plain HTTP,
 // storing its blobs in the stack's directory, and waits until it answers the registry API.
 func (s *Stack) startRegistry(ctx context.Context) error {
@@ -43,7 +51,7 @@ func (s *Stack) startRegistry(ctx context.Context) error {
 	var cfg registryConfig
 	cfg.Version = "0.1"
 	cfg.Log.Level = "warn"
-	cfg.Storage.Filesystem.RootDirectory = filepath.Join(s.Dir, "registry")
+	cfg.Storage.Filesystem.RootDirectory = s.RegistryStorage()
 	cfg.Storage.Delete.Enabled = true
 	cfg.HTTP.Addr = "127.0.0.1:" + strconv.Itoa(port)
 	raw, err := yaml.Marshal(cfg)

@@ -69,6 +69,10 @@ type Options struct {
 	Registry bool
 	// NoCluster, with Registry, starts the registry alone: image tests need no cluster.
 	NoCluster bool
+	// RegistryStorage is the directory the registry keeps its images in; the stack's own when
+	// empty. Stacks started one after another with the same directory serve the same images, so
+	// what one pushed the next need not push again.
+	RegistryStorage string
 	// RealNode runs the cluster in a network namespace of its own with a real kubelet node
 	// (containerd, runc, CNI, kube-proxy, CoreDNS) instead of kwok's, pulling every image from
 	// the stack's registry (realnode.go). It needs root and a Full or OLM level; one runs per

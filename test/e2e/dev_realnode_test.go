@@ -23,6 +23,7 @@ import (
 // node's tools), and a machine runs one real node: the shared one of the other tests is stopped
 // first, and the next test that needs it starts it again.
 func TestUpDownRealNode(t *testing.T) {
+	requireRealNodeProcess(t)
 	stopRealNode()
 	realNode.Lock()
 	defer realNode.Unlock()

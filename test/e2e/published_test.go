@@ -46,10 +46,11 @@ type published struct {
 
 var publishedOn = struct {
 	sync.Mutex
-	releases map[*testbed.Stack]*published
-}{releases: map[*testbed.Stack]*published{}}
+	releases map[string]*published // by the registry's storage directory
+}{releases: map[string]*published{}}
 
-// publish runs a whole release into the stack's registry, once per stack. Every image a release
+// publish runs a whole release into the stack's registry, once per registry: the real nodes of a
+// run, one after another, share one (realNodeOptions). Every image a release
 // pins must exist for every platform its operator declares, so first it pushes them: what the
 // node runs (the tree's operator for every EFS release, the driver's and sidecars' runnable
 // stand-ins, the community operator's stand-in) as the amd64 image of an index whose other
@@ -58,7 +59,7 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 	tb.Helper()
 	publishedOn.Lock()
 	defer publishedOn.Unlock()
-	if p := publishedOn.releases[s]; p != nil {
+	if p := publishedOn.releases[s.RegistryStorage()]; p != nil {
 		return p
 	}
 	ctx := context.Background()
@@ -83,7 +84,11 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 			completePlatforms(tb, c, w)
 		}
 	}
-	dir := tb.TempDir()
+	// Not the test's TempDir: later tests read the release it publishes for them too.
+	dir, err := os.MkdirTemp(runDir, "release-")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	r := &release.Release{
 		Operators: operators, Registry: publishedRegistry, CatalogTag: "e2e",
 		OperatorBinaries: binaries,
@@ -94,7 +99,7 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 		tb.Fatalf("csi-olm release: %v", err)
 	}
 	p := &published{dir: r.Output, catalogs: readCatalogsFile(tb, filepath.Join(r.Output, release.CatalogsFile))}
-	publishedOn.releases[s] = p
+	publishedOn.releases[s.RegistryStorage()] = p
 	return p
 }
 

@@ -36,15 +36,25 @@ var realNode struct {
 // happens to start it, which it outlives.
 func realNodeOptions(t *testing.T, level testbed.Level, dir string) testbed.Options {
 	t.Helper()
+	requireRealNodeProcess(t)
 	tools, err := testutil.TestBedTools()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := testbed.Options{Level: level, RealNode: true, Tools: tools, Dir: dir}
+	// One registry for the run's real nodes: the release the first flow publishes serves them all.
+	opts := testbed.Options{Level: level, RealNode: true, Tools: tools, Dir: dir, RegistryStorage: filepath.Join(runDir, "registry")}
 	if testing.Verbose() {
 		opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 	}
 	return opts
+}
+
+// requireRealNodeProcess fails a test that would start a real node in a process that must not.
+func requireRealNodeProcess(t *testing.T) {
+	t.Helper()
+	if os.Getenv(noRealNodeEnv) != "" {
+		t.Fatalf("%s is set: this process runs no real node; add the test to E2E_REAL_NODE_TESTS in the Makefile", noRealNodeEnv)
+	}
 }
 
 // startRealNode returns the shared real-node stack, starting it when none runs. A failed test
