@@ -2,11 +2,13 @@ package controller
 
 import (
 	"maps"
-	"unique"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
@@ -92,8 +94,12 @@ func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 		labels = make(map[string]string, len(m.Labels))
 	}
 	for k, v := range m.Labels {
-		// The values are the owner's namespace and name, and "true": repeated too.
-		labels[interned(k)] = interned(v)
+		// The owner's namespace and "true" repeat. Other values, such as the owner's name, are
+		// one object's own: shared, each would stay for the process's life after its object.
+		if k == efs.SharedVolumeOwnerNamespaceLabel || k == efs.CommunityOwnedLabel {
+			v = interned(v)
+		}
+		labels[interned(k)] = v
 	}
 	return metav1.ObjectMeta{
 		Name: m.Name, Namespace: interned(m.Namespace), UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: labels,
@@ -101,7 +107,19 @@ func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 }
 
+// sharedStrings holds the one copy of each string the transforms share, for the process's life.
+// The package unique is no home for them: it holds its copies only while a unique.Handle is alive,
+// and a cached object keeps the string, not the handle, so after a garbage collection the next
+// object gets a copy of its own (issue 45's CI run caught it). What is kept here is bounded by the
+// cluster's namespaces and the few kinds, phases, reasons and label keys the objects carry.
+var sharedStrings sync.Map
+
 // interned returns the one shared copy of s.
 func interned[S ~string](s S) S {
-	return S(unique.Make(string(s)).Value())
+	if v, ok := sharedStrings.Load(string(s)); ok {
+		return S(v.(string))
+	}
+	// The clone keeps the decoder's buffer, of which s may be a slice, from being held.
+	v, _ := sharedStrings.LoadOrStore(string(s), strings.Clone(string(s)))
+	return S(v.(string))
 }

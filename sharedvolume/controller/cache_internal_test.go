@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -41,6 +42,8 @@ func TestCacheTransforms(t *testing.T) {
 	var pvcs []*corev1.PersistentVolumeClaim
 	var cachedSVs []*v1alpha1.SharedVolume
 	for _, sv := range svs {
+		// A collection between two objects' transforms is what made sharing fail in CI.
+		runtime.GC()
 		pv := volumes.PV(sv)
 		pv.UID, pv.Annotations, pv.Status.Phase = types.UID("uid-"+pv.Name), map[string]string{"pv.kubernetes.io/bound-by-controller": "yes"}, corev1.VolumeBound
 		pv.Spec.ClaimRef.UID = "claim-uid"
