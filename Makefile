@@ -78,6 +78,19 @@ operator_shard = "^($$(awk 'NR % $(OPERATOR_SHARDS) == $(1)' $(OPERATOR_TESTS) |
 # check results at scale and run without it; the simulator's concurrency is race-tested on the
 # project's catalogs (TestSimulateConcurrently).
 FIELD_TESTS := ^TestField
+# The packages whose tests compress and copy image layers, which takes ten times longer under the
+# race detector, and which start no goroutines of their own: the publishing's concurrency
+# (registry.PinAll) is race-tested in images/registry.
+IMAGE_PACKAGES := ./release/... ./images/build
+# The SharedVolume controller's tests, over three minutes under -race, go first among the other
+# packages: last (in go list's order) they were the long pole of `make test`.
+RACE_FIRST := ./sharedvolume/controller
+
+# `go test` links a test binary for every run, each package's in a few seconds of CPU, and a sixth
+# of `make test`'s CPU went to those links; without DWARF (-w) they take half as long. Panics and
+# the race detector's reports read the symbol table, which stays. The binaries the tests build and
+# ship (testutil.BuildBinary) are built with their own flags.
+GO_TEST := $(GO) test -ldflags=-w
 
 # The operator's packages compiled as its image carries it (static, -trimpath), once: the
 # operator tests run that binary and the release tests put it in an image, each building it with
@@ -90,23 +103,23 @@ COMPILE_STATIC_OPERATOR = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd
 # tests run. The operator package, the long pole, runs in 1 + OPERATOR_SHARDS processes side by
 # side, its campaigns and the shards of its other tests (compiled once first, by the listing, so
 # that they do not each compile it); all mostly wait on their own clusters.
-# The release tests compress image layers, which takes ten times longer under the race detector;
-# their concurrency (registry.PinAll) is race-tested in images/registry. They and the field
-# tests run beside the rest: alone after it, they would leave a core idle for minutes.
+# The image packages' and the field tests run without the race detector (IMAGE_PACKAGES,
+# FIELD_TESTS), beside the rest: alone after it, they would leave a core idle for minutes.
 test: test-tools image-builder $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
 	rm -f $(LEDGER_DIR)/test-*.jsonl
-	$(call beside,$(COMPILE_STATIC_OPERATOR),$(GO) test -race -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
-	$(call beside,($(TOOL_ENV) $(GO) test -json -count=1 -timeout 30m ./release/... $(call ledger,test-release) && \
-		$(TOOL_ENV) $(GO) test -json -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate $(call ledger,test-field)),\
-		($(call beside,$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/ $(call ledger,test-campaigns),\
-		($(call beside,$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
-		($(call beside,$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
-		$(TOOL_ENV) $(GO) test -json -race -count=1 -timeout 40m -skip '$(FIELD_TESTS)' \
-		$$($(GO) list ./... | grep -v -e /test/e2e -e /release$$ -e /operator$$) $(call ledger,test-race))))))))
+	$(call beside,$(COMPILE_STATIC_OPERATOR),$(GO_TEST) -race -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
+	$(call beside,($(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 30m $(IMAGE_PACKAGES) $(call ledger,test-images) && \
+		$(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate $(call ledger,test-field)),\
+		($(call beside,$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/ $(call ledger,test-campaigns),\
+		($(call beside,$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
+		($(call beside,$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
+		$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -skip '$(FIELD_TESTS)' \
+		$$($(GO) list $(RACE_FIRST) ./... | grep -v -e /test/e2e -e /operator$$ $(foreach p,$(IMAGE_PACKAGES),-e $(patsubst ./%,/%,$(p:/...=))$$)) \
+		$(call ledger,test-race))))))))
 	@$(SLOWEST) $(LEDGER_DIR)/test-*.jsonl
 
 # The campaigns' long forms that CI runs: `make test` runs their short forms.
-E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO) test -json -count=1 -timeout 30m -run '^TestDriverNeverDeletedUnderAVolume$$' ./operator/ \
+E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO_TEST) -json -count=1 -timeout 30m -run '^TestDriverNeverDeletedUnderAVolume$$' ./operator/ \
 	$(call ledger,e2e-campaigns)
 
 # The end-to-end tests that run a real node: a machine runs one at a time, so they run one after
@@ -118,12 +131,12 @@ E2E_REAL_NODE_TESTS := ^(Test.*RealNode.*|TestSimulateV1MatchesOperatorControlle
 e2e: e2e-tools node-deps $(TESTLEDGER) ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
 	rm -f $(LEDGER_DIR)/e2e-*.jsonl
 	@# Compiled once, before the two processes that run it would each compile it.
-	$(GO) test -count=1 -run '^$$' ./test/e2e/ >/dev/null
+	$(GO_TEST) -count=1 -run '^$$' ./test/e2e/ >/dev/null
 	@# Side by side: the real node's flows, the other flows and the long campaign each mostly
 	@# wait on their own clusters.
 	$(call beside,$(E2E_CAMPAIGNS),($(call beside,\
-		$(GO) test -json -count=1 -timeout 50m -run '$(E2E_REAL_NODE_TESTS)' ./test/e2e/ $(call ledger,e2e-realnode),\
-		CSI_OLM_E2E_NO_REAL_NODE=1 $(GO) test -json -count=1 -timeout 50m -skip '$(E2E_REAL_NODE_TESTS)' ./test/e2e/... $(call ledger,e2e-rest))))
+		$(GO_TEST) -json -count=1 -timeout 50m -run '$(E2E_REAL_NODE_TESTS)' ./test/e2e/ $(call ledger,e2e-realnode),\
+		CSI_OLM_E2E_NO_REAL_NODE=1 $(GO_TEST) -json -count=1 -timeout 50m -skip '$(E2E_REAL_NODE_TESTS)' ./test/e2e/... $(call ledger,e2e-rest))))
 	@$(SLOWEST) $(LEDGER_DIR)/e2e-*.jsonl
 
 .PHONY: test-tools e2e-tools
@@ -178,7 +191,7 @@ chaos: tools ## The long reliability campaign (RELIABILITY.md): the driver-delet
 fuzz: ## Fuzz the catalog loader and validator, the bundle validator and the SharedVolume -> PV/PVC mapping for a short while each (CI runs it)
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzzing $${t#*:} in $${t%%:*} for $(or $(FUZZTIME),30s)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(or $(FUZZTIME),30s) -fuzzminimizetime 2s "$${t%%:*}"; \
+		$(GO_TEST) -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(or $(FUZZTIME),30s) -fuzzminimizetime 2s "$${t%%:*}"; \
 	done
 
 .PHONY: run
