@@ -5,17 +5,25 @@
 //
 //	go test -json ./... | testledger tee bin/test-json/unit.jsonl
 //	testledger slowest -n 15 bin/test-json/*.jsonl
+//	testledger cpu -- make test   # the CPU time of every program the run started
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
 	if err := newCommand().Execute(); err != nil {
+		// cpu's command failed: its exit code is the step's, as if it had run alone.
+		if exit := (*exec.ExitError)(nil); errors.As(err, &exit) && exit.ExitCode() > 0 {
+			os.Exit(exit.ExitCode())
+		}
 		os.Exit(1)
 	}
 }
@@ -46,5 +54,33 @@ func newCommand() *cobra.Command {
 	}
 	sc.Flags().IntVarP(&slowest.N, "number", "n", 15, "how many tests to list")
 	root.AddCommand(sc)
+
+	cpu := &cpuAction{}
+	var reportFile string
+	cc := &cobra.Command{
+		Use:   "cpu [-n N] -- COMMAND [ARG...]",
+		Short: "Run a command and print the CPU time each program on the machine used while it ran",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cpu.N < 1 || cpu.Interval <= 0 {
+				return fmt.Errorf("-n and --interval take positive values, not %d and %s", cpu.N, cpu.Interval)
+			}
+			cpu.Command, cpu.Stdin, cpu.Out, cpu.Err = args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+			cpu.Report = cpu.Out
+			if reportFile != "" {
+				f, err := os.Create(reportFile)
+				if err != nil {
+					return fmt.Errorf("creating the report: %w", err)
+				}
+				defer f.Close()
+				cpu.Report = f
+			}
+			return cpu.Run(cmd.Context())
+		},
+	}
+	cc.Flags().IntVarP(&cpu.N, "number", "n", 25, "how many programs to list")
+	cc.Flags().StringVar(&reportFile, "report", "", "write the report to this file instead of standard output")
+	cc.Flags().DurationVar(&cpu.Interval, "interval", time.Second, "how often to read every process's CPU time")
+	root.AddCommand(cc)
 	return root
 }
