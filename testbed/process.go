@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/csi-olm/csi-olm/internal/procstat"
 )
 
 // MarkerEnv is set on every process a stack starts, with the stack's directory as value, so a
@@ -137,34 +139,14 @@ func RSS(pid int) uint64 {
 	return 0
 }
 
-// userHZ is the unit of the CPU times in /proc/<pid>/stat: the kernel reports them to user space
-// in USER_HZ ticks, 100 a second on every Linux architecture Go builds for.
-const userHZ = 100
-
 // CPUTime returns the CPU time (user and system) a process has used so far, 0 when it is gone.
 func CPUTime(pid int) time.Duration {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
-	// utime and stime are the 12th and 13th fields after the parenthesised command name, which
-	// may itself hold spaces.
-	i := strings.LastIndexByte(string(raw), ')')
-	if i < 0 {
-		return 0
-	}
-	fields := strings.Fields(string(raw[i+1:]))
-	if len(fields) < 13 {
-		return 0
-	}
-	var utime, stime int64
-	if _, err := fmt.Sscan(fields[11], &utime); err != nil {
-		return 0
-	}
-	if _, err := fmt.Sscan(fields[12], &stime); err != nil {
-		return 0
-	}
-	return time.Duration(utime+stime) * time.Second / userHZ
+	st, _ := procstat.Parse(string(raw))
+	return st.CPU
 }
 
 func alive(pid int) bool {

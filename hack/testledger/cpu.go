@@ -12,11 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// clockTicks is the unit of the CPU times in /proc/<pid>/stat: USER_HZ, 100 on every Linux
-// architecture Go supports.
-const clockTicks = 100
+	"github.com/csi-olm/csi-olm/internal/procstat"
+)
 
 // cpuAction runs a command and, while it runs, reads every process's CPU time each Interval, then
 // prints the CPU time of each program (by the name it was run as) on the machine. A tier's wall
@@ -121,32 +119,12 @@ func sampleProcs(seen map[procKey]procCPU) {
 			continue // gone since the listing
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		start, seconds, comm, ok := parseStat(string(stat))
+		st, ok := procstat.Parse(string(stat))
 		if !ok {
 			continue
 		}
-		seen[procKey{pid, start}] = procCPU{program: programName(cmdline, comm), seconds: seconds}
+		seen[procKey{pid, st.Start}] = procCPU{program: programName(cmdline, st.Comm), seconds: st.CPU.Seconds()}
 	}
-}
-
-// parseStat reads a /proc/<pid>/stat line: the command name in parentheses (it may hold spaces
-// and parentheses itself, so the last ")" ends it), then utime and stime (fields 14 and 15) and
-// the start time (field 22).
-func parseStat(stat string) (start string, seconds float64, comm string, ok bool) {
-	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return "", 0, "", false
-	}
-	fields := strings.Fields(stat[end+1:]) // fields[0] is field 3, the state
-	if len(fields) < 20 {
-		return "", 0, "", false
-	}
-	utime, err1 := strconv.ParseFloat(fields[11], 64)
-	stime, err2 := strconv.ParseFloat(fields[12], 64)
-	if err1 != nil || err2 != nil {
-		return "", 0, "", false
-	}
-	return fields[19], (utime + stime) / clockTicks, stat[open+1 : end], true
 }
 
 // programName is the base name a process was run as (go's compile and link, a test binary's

@@ -9,26 +9,6 @@ import (
 	"time"
 )
 
-func TestParseStat(t *testing.T) {
-	for _, tc := range []struct {
-		name, stat, comm, start string
-		seconds                 float64
-		ok                      bool
-	}{
-		{"plain", "42 (etcd) S 1 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 12 0 9001 1 2 3", "etcd", "9001", 3, true},
-		{"a name with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 1 2 0 0 20 0 1 0 77 1 2 3", "a (b) c", "77", 0.03, true},
-		{"cut short", "7 (x) R 1 7", "", "", 0, false},
-		{"no name", "7 x R", "", "", 0, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			start, seconds, comm, ok := parseStat(tc.stat)
-			if ok != tc.ok || start != tc.start || comm != tc.comm || seconds != tc.seconds {
-				t.Errorf("parseStat = %q, %v, %q, %v; want %q, %v, %q, %v", start, seconds, comm, ok, tc.start, tc.seconds, tc.comm, tc.ok)
-			}
-		})
-	}
-}
-
 func TestProgramName(t *testing.T) {
 	for cmdline, want := range map[string]string{
 		"/usr/local/go/pkg/tool/linux_amd64/link\x00-o\x00x": "link",
