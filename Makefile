@@ -10,6 +10,16 @@ GO ?= go
 TOOLS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/csi-olm/tools
 export CSI_OLM_TOOLS_DIR := $(TOOLS_DIR)
 
+# Every build but the race detector's compiles its packages one way: static (no cgo) and -trimpath,
+# as the operator's image carries it. Go's cache keys a compiled package by those settings, so one
+# compile of the packages they share (the standard library, client-go, operator-registry...) serves
+# the tools, the operator's binaries, csi-olm, vet and the tests without -race; a fresh machine
+# compiled them two and three times over before (BENCHMARKS.md#ci-time). The race detector needs
+# cgo, so its builds share nothing with these: RACE_TEST turns cgo back on and keeps the full file
+# paths its reports print.
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+
 BIN := bin
 CSI_OLM := $(BIN)/csi-olm
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -91,12 +101,13 @@ RACE_FIRST := ./sharedvolume/controller
 # the race detector's reports read the symbol table, which stays. The binaries the tests build and
 # ship (testutil.BuildBinary) are built with their own flags.
 GO_TEST := $(GO) test -ldflags=-w
+RACE_TEST := CGO_ENABLED=1 GOFLAGS='$(filter-out -trimpath,$(GOFLAGS))' $(GO_TEST) -race
 
 # The operator's packages compiled as its image carries it (static, -trimpath), once: the
 # operator tests run that binary and the release tests put it in an image, each building it with
 # `go build` from Go's cache (testutil.BuildBinary); two test processes starting those builds at
 # once would each compile it.
-COMPILE_STATIC_OPERATOR = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd/aws-efs-csi-driver-operator
+COMPILE_STATIC_OPERATOR = $(GO) build -o /dev/null ./cmd/aws-efs-csi-driver-operator
 
 .PHONY: test
 # -count=1: a test's result is never taken from Go's cache, which does not know the tools the
@@ -107,13 +118,13 @@ COMPILE_STATIC_OPERATOR = CGO_ENABLED=0 $(GO) build -trimpath -o /dev/null ./cmd
 # FIELD_TESTS), beside the rest: alone after it, they would leave a core idle for minutes.
 test: test-tools image-builder $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
 	rm -f $(LEDGER_DIR)/test-*.jsonl
-	$(call beside,$(COMPILE_STATIC_OPERATOR),$(GO_TEST) -race -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
+	$(call beside,$(COMPILE_STATIC_OPERATOR),$(RACE_TEST) -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
 	$(call beside,($(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 30m $(IMAGE_PACKAGES) $(call ledger,test-images) && \
 		$(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate $(call ledger,test-field)),\
-		($(call beside,$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/ $(call ledger,test-campaigns),\
-		($(call beside,$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
-		($(call beside,$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
-		$(TOOL_ENV) $(GO_TEST) -json -race -count=1 -timeout 40m -skip '$(FIELD_TESTS)' \
+		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/ $(call ledger,test-campaigns),\
+		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
+		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
+		$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -skip '$(FIELD_TESTS)' \
 		$$($(GO) list $(RACE_FIRST) ./... | grep -v -e /test/e2e -e /operator$$ $(foreach p,$(IMAGE_PACKAGES),-e $(patsubst ./%,/%,$(p:/...=))$$)) \
 		$(call ledger,test-race))))))))
 	@$(SLOWEST) $(LEDGER_DIR)/test-*.jsonl
@@ -221,7 +232,7 @@ OPERATOR_BINARIES := $(foreach p,$(PLATFORMS),$(BIN)/$(subst /,_,$(p))/aws-efs-c
 operator-binaries: ## Build the statically linked operator binary for each of PLATFORMS, as its image runs it
 	@for p in $(PLATFORMS); do \
 		echo "go build aws-efs-csi-driver-operator for $$p"; \
-		CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -trimpath -ldflags "$(LDFLAGS)" \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -ldflags "$(LDFLAGS)" \
 			-o $(BIN)/$${p/\//_}/aws-efs-csi-driver-operator ./cmd/aws-efs-csi-driver-operator; \
 	done
 

@@ -67,6 +67,14 @@ provisioner_module=github.com/kubernetes-csi/external-provisioner/v5
 kube_rbac_proxy_version=v0.19.1
 kube_rbac_proxy_module=github.com/brancz/kube-rbac-proxy
 
+# Every tool is built static (no cgo) and -trimpath, as the Makefile builds the project: Go's cache
+# keys compiled packages by those settings, so the packages the tools share with each other and
+# with the operator (the standard library, client-go, gRPC...) compile once on a fresh machine.
+# Kubernetes itself builds its control plane static; OLM's catalog operator alone needs cgo
+# (build_olm).
+export CGO_ENABLED=0
+[[ " ${GOFLAGS:-} " == *" -trimpath "* ]] || export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
+
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
 all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
@@ -263,7 +271,8 @@ build_olm() {
 		echo "building olm, catalog $v into $cache/<tool>/$v/" >&2
 		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
 		module_copy "$olm_module" "$v"
-		(cd "$src" && GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build -tags json1 \
+		# json1 is SQLite's, which its catalog operator reads through cgo.
+		(cd "$src" && CGO_ENABLED=1 GOFLAGS="$GOFLAGS -mod=mod" go build -tags json1 \
 			-ldflags "-X $olm_module/pkg/version.OLMVersion=$v" -o "$tmp/bin/" ./cmd/olm ./cmd/catalog)
 		mkdir -p "$cache/olm/$v" "$cache/catalog/$v"
 		mv -f "$tmp/bin/olm" "$cache/olm/$v/olm"
@@ -281,7 +290,7 @@ build_olmv1() {
 		echo "building operator-controller, catalogd $v into $cache/<tool>/$v/" >&2
 		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
 		module_copy "$olmv1_module" "$v"
-		(cd "$src" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build \
+		(cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build \
 			-tags containers_image_openpgp \
 			-ldflags "-X github.com/operator-framework/operator-controller/internal/shared/version.version=$v" \
 			-o "$tmp/bin/" ./cmd/operator-controller ./cmd/catalogd)
@@ -318,7 +327,7 @@ build_in_copy() {
 	if [[ ! -x $out ]]; then
 		echo "building $name $version into $out" >&2
 		module_copy "$module" "$version"
-		(cd "$src" && CGO_ENABLED=0 GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=mod" go build -ldflags "$ldflags" \
+		(cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build -ldflags "$ldflags" \
 			-o "$tmp/$name" "$pkg")
 		mkdir -p "$(dirname "$out")"
 		mv -f "$tmp/$name" "$out"
@@ -334,7 +343,7 @@ go_install() {
 	if [[ ! -x $out ]]; then
 		echo "building $name $version into $out" >&2
 		mktmp "$name"
-		GOBIN="$tmp" CGO_ENABLED=0 go install "$pkg@$version"
+		GOBIN="$tmp" go install "$pkg@$version"
 		mkdir -p "$(dirname "$out")"
 		mv -f "$tmp/$(basename "$pkg")" "$out"
 	fi
@@ -349,7 +358,7 @@ tool() {
 		# images run this very binary on an empty base.
 		local v
 		v=$(go list -m -f '{{.Version}}' github.com/operator-framework/operator-registry)
-		CGO_ENABLED=0 variant=static build opm github.com/operator-framework/operator-registry \
+		variant=static build opm github.com/operator-framework/operator-registry \
 			github.com/operator-framework/operator-registry/cmd/opm \
 			-tags containers_image_openpgp \
 			-ldflags "-X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$v"

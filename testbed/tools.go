@@ -112,7 +112,7 @@ func FindTools(names ...string) (Tools, error) {
 			return Tools{}, fmt.Errorf("unknown test bed tool %q", name)
 		}
 	}
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return Tools{}, err
 	}
@@ -134,7 +134,9 @@ func FindTools(names ...string) (Tools, error) {
 	return t, nil
 }
 
-func repoRoot() (string, error) {
+// RepoRoot is the csi-olm checkout the working directory is in (a test's is its package's
+// directory): the nearest directory above it holding hack/tools.sh.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

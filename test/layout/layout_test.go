@@ -214,8 +214,11 @@ func TestKillHookIsNotInReleaseBuilds(t *testing.T) {
 	const hook = "CSI_OLM_MIGRATE_KILL_AFTER"
 	for _, tags := range []string{"", "csiolm_killhook"} {
 		bin := filepath.Join(t.TempDir(), "csi-olm")
-		cmd := exec.Command("go", "build", "-tags", tags, "-o", bin, "./cmd/csi-olm")
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", tags, "-o", bin, "./cmd/csi-olm")
 		cmd.Dir = root
+		// Built as make builds csi-olm (Makefile: static, -trimpath), not as this test process
+		// was (-race, which needs cgo): the packages compiled for the one are the other's.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build -tags %q: %v\n%s", tags, err, out)
 		}
