@@ -52,9 +52,12 @@ func (p *process) kill() error {
 }
 
 // startProcess runs a binary with args and with env as its only environment
-// (besides PATH), logging into the stack's logs; it is killed when the test ends.
+// (besides PATH and TMPDIR), logging into the stack's logs; it is killed when the test ends.
+// TMPDIR is the test's own: the operator writes its TLS serving config into a temporary
+// directory, which a container's end removes and a test process's does not.
 func (h *harness) startProcess(bin string, args, env []string) *process {
 	h.t.Helper()
+	tmp := h.t.TempDir()
 	p := &process{
 		cmd:    exec.Command(bin, args...),
 		log:    filepath.Join(h.stack.Dir, "logs", fmt.Sprintf("%s-%d.log", filepath.Base(bin), time.Now().UnixNano())),
@@ -65,7 +68,7 @@ func (h *harness) startProcess(bin string, args, env []string) *process {
 		h.t.Fatal(err)
 	}
 	defer logFile.Close()
-	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), testbed.MarkerEnv + "=" + h.stack.Dir}, env...)
+	p.cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp, testbed.MarkerEnv + "=" + h.stack.Dir}, env...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {

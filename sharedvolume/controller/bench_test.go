@@ -243,7 +243,9 @@ func (b *bed) execShippedOperator(ctx context.Context, bin string) *exec.Cmd {
 	}
 	args, env := fixture.ShippedCommand(b.t, operatorNS)
 	op := exec.Command(bin, append(args, "--kubeconfig", b.shippedKubeconfig, "--namespace", operatorNS, "--listen", testutil.FreeLoopbackAddr(b.t))...)
-	op.Env = append(append(os.Environ(), env...), testbed.MarkerEnv+"="+b.stack.Dir)
+	// TMPDIR in the stack's directory: the operator's TLS serving config goes there and is
+	// removed with it (operator/restart_test.go's startProcess).
+	op.Env = append(append(os.Environ(), env...), testbed.MarkerEnv+"="+b.stack.Dir, "TMPDIR="+b.stack.Dir)
 	op.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// Appended to: the benchmarks restart the operator.
 	logFile, err := os.OpenFile(b.stack.Dir+"/operator.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
