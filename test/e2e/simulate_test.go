@@ -454,27 +454,39 @@ func (r *recorder) succeeded(csv string) bool {
 	return r.phases[csv] == operatorsv1alpha1.CSVPhaseSucceeded
 }
 
-// cleanup removes the Subscription, its CSVs and the OperatorGroup, and waits until they are
-// gone, so that the next AllNamespaces install of the package meets no other OperatorGroup
-// providing its APIs; the namespace goes last, without waiting.
+// cleanup removes the Subscription, its InstallPlans, its CSVs and the OperatorGroup, and waits
+// until they are gone, so that the next AllNamespaces install of the package meets no other
+// OperatorGroup providing its APIs; the namespace goes last, without waiting. An InstallPlan OLM
+// was still executing when the Subscription went can create its CSV after the first delete (a
+// fresh machine's run timed out on such a CSV), so every poll deletes what is still there.
 func (c crossCheck) cleanup(ctx context.Context, kc client.Client, ns string) error {
-	if err := kc.DeleteAllOf(ctx, &operatorsv1alpha1.Subscription{}, client.InNamespace(ns)); err != nil {
-		return err
+	for _, obj := range []client.Object{&operatorsv1alpha1.Subscription{}, &operatorsv1alpha1.InstallPlan{}} {
+		if err := kc.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {
+			return err
+		}
 	}
-	if err := kc.DeleteAllOf(ctx, &operatorsv1alpha1.ClusterServiceVersion{}, client.InNamespace(ns)); err != nil {
-		return err
-	}
-	if err := kc.DeleteAllOf(ctx, &operatorsv1.OperatorGroup{}, client.InNamespace(ns)); err != nil {
-		return err
-	}
+	var left []string
 	err := waitFor(ctx, func() bool {
+		left = left[:0]
 		var csvs operatorsv1alpha1.ClusterServiceVersionList
 		var ogs operatorsv1.OperatorGroupList
-		return kc.List(ctx, &csvs, client.InNamespace(ns)) == nil && !slices.ContainsFunc(csvs.Items, func(c operatorsv1alpha1.ClusterServiceVersion) bool { return !c.IsCopied() }) &&
-			kc.List(ctx, &ogs, client.InNamespace(ns)) == nil && len(ogs.Items) == 0
+		if kc.List(ctx, &csvs, client.InNamespace(ns)) != nil || kc.List(ctx, &ogs, client.InNamespace(ns)) != nil {
+			return false
+		}
+		for i := range csvs.Items {
+			if csv := &csvs.Items[i]; !csv.IsCopied() {
+				left = append(left, "CSV "+csv.Name)
+				_ = kc.Delete(ctx, csv)
+			}
+		}
+		for i := range ogs.Items {
+			left = append(left, "OperatorGroup "+ogs.Items[i].Name)
+			_ = kc.Delete(ctx, &ogs.Items[i])
+		}
+		return len(left) == 0
 	})
 	if err != nil {
-		return fmt.Errorf("cleaning up %s: %w", ns, err)
+		return fmt.Errorf("cleaning up %s: %w (still there: %v)", ns, err, left)
 	}
 	return kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }
