@@ -70,7 +70,8 @@ kube_rbac_proxy_module=github.com/brancz/kube-rbac-proxy
 # Every tool is built static (no cgo) and -trimpath, as the Makefile builds the project: Go's cache
 # keys compiled packages by those settings, so the packages the tools share with each other and
 # with the operator (the standard library, client-go, gRPC...) compile once on a fresh machine.
-# Kubernetes itself builds its control plane static; OLM's catalog operator alone needs cgo
+# Kubernetes itself builds its control plane static; the kubelet too here, which Kubernetes links
+# with cgo and the real node's flows run on without it. OLM's catalog operator alone keeps cgo
 # (build_olm).
 export CGO_ENABLED=0
 [[ " ${GOFLAGS:-} " == *" -trimpath "* ]] || export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
