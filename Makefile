@@ -116,7 +116,9 @@ COMPILE_STATIC_OPERATOR = $(GO) build -o /dev/null ./cmd/aws-efs-csi-driver-oper
 # that they do not each compile it); all mostly wait on their own clusters.
 # The image packages' and the field tests run without the race detector (IMAGE_PACKAGES,
 # FIELD_TESTS), beside the rest: alone after it, they would leave a core idle for minutes.
-test: test-tools image-builder $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
+# The tools build while apt-get installs buildah, which mostly waits on downloads.
+test: $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
+	@$(MAKE) --no-print-directory -j2 test-tools image-builder
 	rm -f $(LEDGER_DIR)/test-*.jsonl
 	$(call beside,$(COMPILE_STATIC_OPERATOR),$(RACE_TEST) -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
 	$(call beside,($(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 30m $(IMAGE_PACKAGES) $(call ledger,test-images) && \
@@ -139,18 +141,24 @@ E2E_CAMPAIGNS := CSI_OLM_CHAOS_STEPS=200 $(GO_TEST) -json -count=1 -timeout 30m 
 E2E_REAL_NODE_TESTS := ^(Test.*RealNode.*|TestSimulateV1MatchesOperatorController)$$
 
 .PHONY: e2e
-e2e: e2e-tools node-deps $(TESTLEDGER) ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
+e2e: $(TESTLEDGER) ## Run the end-to-end tests: the real kubelet node, OLM flows, the simulate cross-check, the long campaigns
+	@# Side by side: the tools' builds, apt-get's installs (mostly waiting on downloads) and the
+	@# end-to-end package's compile (mostly one link).
+	@$(MAKE) --no-print-directory -j3 e2e-tools node-deps e2e-compile
 	rm -f $(LEDGER_DIR)/e2e-*.jsonl
-	@# Compiled once, before the two processes that run it would each compile it.
-	$(GO_TEST) -count=1 -run '^$$' ./test/e2e/ >/dev/null
 	@# Side by side: the real node's flows, the other flows and the long campaign each mostly
-	@# wait on their own clusters.
-	$(call beside,$(E2E_CAMPAIGNS),($(call beside,\
+	@# wait on their own clusters. The campaign ends long before the flows, and the operator's
+	@# build for every platform a release ships takes its place (the end-to-end release packs a
+	@# stand-in for arm64, so the real node's flows need not wait for that build).
+	$(call beside,($(E2E_CAMPAIGNS) && $(MAKE) --no-print-directory operator-binaries),($(call beside,\
 		$(GO_TEST) -json -count=1 -timeout 50m -run '$(E2E_REAL_NODE_TESTS)' ./test/e2e/ $(call ledger,e2e-realnode),\
 		CSI_OLM_E2E_NO_REAL_NODE=1 $(GO_TEST) -json -count=1 -timeout 50m -skip '$(E2E_REAL_NODE_TESTS)' ./test/e2e/... $(call ledger,e2e-rest))))
 	@$(SLOWEST) $(LEDGER_DIR)/e2e-*.jsonl
 
-.PHONY: test-tools e2e-tools
+.PHONY: test-tools e2e-tools e2e-compile
+# The end-to-end package, compiled once before the processes that run it would each compile it.
+e2e-compile:
+	$(GO_TEST) -count=1 -run '^$$' ./test/e2e/ >/dev/null
 # Three builds at once: on 2 cores one build's downloads and links overlap another's compiling.
 TOOL_JOBS ?= 3
 test-tools:
@@ -320,7 +328,8 @@ COMMITTED := $(BIN)/committed
 
 verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go mod tidy; fail on any diff or on a catalog change that strands installed users
 	$(GO) mod tidy
-	cd hack/tools/kube && $(GO) mod tidy
+	@# The tools modules (hack/tools/*/go.mod), each with its own graph.
+	for m in $(dir $(wildcard hack/tools/*/go.mod)); do (cd $$m && $(GO) mod tidy) || exit 1; done
 	rm -rf $(COMMITTED) && mkdir -p $(COMMITTED)
 	git archive HEAD catalog/community catalog/certified | tar -x -C $(COMMITTED)
 	$(MAKE) generate catalog

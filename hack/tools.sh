@@ -16,10 +16,11 @@
 #                                            module's build/pause/linux/pause.c
 #   kwok, kwok-crds                          kwok_version below (built in its own module graph;
 #                                            kwok-crds is the directory of kwok's CRDs)
-#   registry                                 registry_version below: the CNCF distribution
-#                                            registry, in its own module graph, which the test
-#                                            bed serves images from on loopback
-#   coredns                                  coredns_version below: the real node's cluster DNS
+#   registry                                 hack/tools/registry/go.mod: the CNCF distribution
+#                                            registry, which the test bed serves images from on
+#                                            loopback, with only the filesystem storage driver
+#   coredns                                  hack/tools/coredns/go.mod: the real node's cluster
+#                                            DNS, with only the plugins its Corefile names
 #   grpc_health_probe                        grpc_health_probe_version below: the probe OLM's
 #                                            registry pods run, carried by the catalog images
 #   benchstat                                benchstat_version below: compares the Go benchmark
@@ -30,10 +31,12 @@
 #   operator-controller, catalogd,           olmv1_version below: OLM v1, both binaries built
 #   olmv1-crds                               together inside its own go.mod, statically; the
 #                                            CRDs (standard feature set) copied from it
-#   csi-provisioner, kube-rbac-proxy         provisioner_version and kube_rbac_proxy_version
-#                                            below: the real sidecars of the EFS controller pod,
-#                                            which the real node runs (each built inside its own
-#                                            go.mod, like OLM)
+#   csi-provisioner                          provisioner_version below: the real provisioner
+#                                            sidecar of the EFS controller pod (built inside its
+#                                            own go.mod, like OLM)
+#   kube-rbac-proxy                          this module's go.mod (the `tool` block): the
+#                                            controller pod's metrics proxy, which the real node
+#                                            runs, built against this module's Kubernetes
 #   openshift-crds                           this module's github.com/openshift/api (prints the
 #                                            module's directory; the test bed reads its CRDs)
 #   storage-manifest-check                   hack/tools/kube/cmd/storage-manifest-check against
@@ -47,9 +50,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 kwok_version=v0.7.0
-registry_version=v3.1.2
-registry_module=github.com/distribution/distribution/v3
-coredns_version=v1.14.7
 grpc_health_probe_version=v0.4.61
 # golang.org/x/perf publishes no releases; this is a commit the Go module proxy serves.
 benchstat_version=v0.0.0-20260908200009-22c9c6c9d4da
@@ -63,16 +63,12 @@ olmv1_version=v1.5.1
 olmv1_module=github.com/operator-framework/operator-controller
 provisioner_version=v5.3.0
 provisioner_module=github.com/kubernetes-csi/external-provisioner/v5
-# The newest release the Go module proxy serves; the EFS definition names v0.20.0 (README.md#the-real-node).
-kube_rbac_proxy_version=v0.19.1
-kube_rbac_proxy_module=github.com/brancz/kube-rbac-proxy
 
 # Every tool is built static (no cgo) and -trimpath, as the Makefile builds the project: Go's cache
 # keys compiled packages by those settings, so the packages the tools share with each other and
 # with the operator (the standard library, client-go, gRPC...) compile once on a fresh machine.
 # Kubernetes itself builds its control plane static; the kubelet too here, which Kubernetes links
-# with cgo and the real node's flows run on without it. OLM's catalog operator alone keeps cgo
-# (build_olm).
+# with cgo and the real node's flows run on without it; OLM too (build_olm).
 export CGO_ENABLED=0
 [[ " ${GOFLAGS:-} " == *" -trimpath "* ]] || export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 
@@ -181,37 +177,20 @@ build_pause() {
 	echo "$out"
 }
 
-# build_etcd: etcd from go.etcd.io/etcd/server/v3 as pinned in hack/tools/kube/go.mod, through the
-# three-line main in hack/tools/kube/cmd/etcd.
-build_etcd() {
-	local v out
-	v=$(modver "$kube_dir/go.mod" go.etcd.io/etcd/server/v3)
-	out="$cache/etcd/$v/etcd"
-	if [[ ! -x $out ]]; then
-		echo "building etcd $v into $out" >&2
-		mkdir -p "$(dirname "$out")"
-		tmps+=("$out.tmp.$$")
-		(cd "$kube_dir" && go build -o "$out.tmp.$$" ./cmd/etcd)
-		mv -f "$out.tmp.$$" "$out"
-	fi
-	echo "$out"
-}
-
-# build_storage_manifest_check: the checker of the drivers' external-storage test manifests
-# (hack/tools/kube/cmd/storage-manifest-check), built against k8s.io/kubernetes as pinned in
-# hack/tools/kube/go.mod. Its code is this repository's, so the cache key adds a hash of that code
-# and of the module's go.mod and go.sum: an edit builds a new binary.
-build_storage_manifest_check() {
-	local v h out
-	v=$(modver "$kube_dir/go.mod" k8s.io/kubernetes)
-	h=$(cd "$kube_dir" && cat go.mod go.sum cmd/storage-manifest-check/*.go internal/storagemanifest/*.go |
+# build_main NAME DIR MODULE PACKAGE: NAME from a main of this repository's in the tools module DIR
+# (its own go.mod), against MODULE as pinned there. The cache key adds a hash of the module's
+# go.mod, go.sum and Go code, so an edit to a main or a pin builds a new binary.
+build_main() {
+	local name=$1 dir=$2 module=$3 pkg=$4 v h out
+	v=$(modver "$dir/go.mod" "$module")
+	h=$(cd "$dir" && { cat go.mod go.sum; find . -name '*.go' | LC_ALL=C sort | xargs cat; } |
 		sha256sum | cut -c1-12)
-	out="$cache/storage-manifest-check/$v-$h/storage-manifest-check"
+	out="$cache/$name/$v-$h/$name"
 	if [[ ! -x $out ]]; then
-		echo "building storage-manifest-check (k8s.io/kubernetes $v) into $out" >&2
+		echo "building $name ($module $v) into $out" >&2
 		mkdir -p "$(dirname "$out")"
 		tmps+=("$out.tmp.$$")
-		(cd "$kube_dir" && go build -o "$out.tmp.$$" ./cmd/storage-manifest-check)
+		(cd "$dir" && go build -o "$out.tmp.$$" "$pkg")
 		mv -f "$out.tmp.$$" "$out"
 	fi
 	echo "$out"
@@ -264,22 +243,23 @@ module_copy() {
 	chmod -R u+w "$src"
 }
 
-# build_olm NAME: OLM's olm or catalog binary at olm_version, built in a module_copy (-tags json1
-# as OLM's Makefile).
+# build_olm NAME: OLM's olm or catalog binary at olm_version, built together in a module_copy.
+# Static like every tool: OLM's Makefile links them with cgo and SQLite's json1 tag, but neither
+# links SQLite (`go list -deps` names no sqlite package), so cgo only compiled their packages a
+# second way. The cache directory says so, and a cgo build cached before is not taken for it.
 build_olm() {
-	local v=$olm_version tmp src
-	if [[ ! -x $cache/olm/$v/olm || ! -x $cache/catalog/$v/catalog ]]; then
-		echo "building olm, catalog $v into $cache/<tool>/$v/" >&2
+	local v=$olm_version tmp src dir="$cache/<tool>/$olm_version-static"
+	if [[ ! -x ${dir/<tool>/olm}/olm || ! -x ${dir/<tool>/catalog}/catalog ]]; then
+		echo "building olm, catalog $v into $dir/" >&2
 		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
 		module_copy "$olm_module" "$v"
-		# json1 is SQLite's, which its catalog operator reads through cgo.
-		(cd "$src" && CGO_ENABLED=1 GOFLAGS="$GOFLAGS -mod=mod" go build -tags json1 \
+		(cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build \
 			-ldflags "-X $olm_module/pkg/version.OLMVersion=$v" -o "$tmp/bin/" ./cmd/olm ./cmd/catalog)
-		mkdir -p "$cache/olm/$v" "$cache/catalog/$v"
-		mv -f "$tmp/bin/olm" "$cache/olm/$v/olm"
-		mv -f "$tmp/bin/catalog" "$cache/catalog/$v/catalog"
+		mkdir -p "${dir/<tool>/olm}" "${dir/<tool>/catalog}"
+		mv -f "$tmp/bin/olm" "${dir/<tool>/olm}/olm"
+		mv -f "$tmp/bin/catalog" "${dir/<tool>/catalog}/catalog"
 	fi
-	echo "$cache/$1/$v/$1"
+	echo "${dir/<tool>/$1}/$1"
 }
 
 # build_olmv1 NAME: OLM v1's operator-controller or catalogd at olmv1_version, both built by one go
@@ -369,8 +349,8 @@ tool() {
 		;;
 	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy) build_kube "$1" ;;
 	pause) build_pause ;;
-	etcd) build_etcd ;;
-	storage-manifest-check) build_storage_manifest_check ;;
+	etcd) build_main etcd "$kube_dir" go.etcd.io/etcd/server/v3 ./cmd/etcd ;;
+	storage-manifest-check) build_main storage-manifest-check "$kube_dir" k8s.io/kubernetes ./cmd/storage-manifest-check ;;
 	kwok | kwok-crds) build_kwok "$1" ;;
 	olm | catalog) build_olm "$1" ;;
 	olm-crds) copy_crds "$cache/olm/$olm_version/crds" "$olm_module" "$olm_version" 'deploy/chart/crds/*.yaml' ;;
@@ -378,15 +358,23 @@ tool() {
 	operator-controller | catalogd) build_olmv1 "$1" ;;
 	# OLM v1's CRDs (ClusterCatalog, ClusterExtension) in the standard feature set a cluster serves.
 	olmv1-crds) copy_crds "$cache/olmv1-crds/$olmv1_version" "$olmv1_module" "$olmv1_version" 'config/base/*/crd/standard/olm.operatorframework.io_*.yaml' ;;
-	registry) go_install registry "$registry_module/cmd/registry" "$registry_version" ;;
-	coredns) go_install coredns github.com/coredns/coredns "$coredns_version" ;;
+	registry) build_main registry hack/tools/registry github.com/distribution/distribution/v3 . ;;
+	coredns) build_main coredns hack/tools/coredns github.com/coredns/coredns . ;;
 	csi-provisioner)
 		build_in_copy csi-provisioner "$provisioner_module" "$provisioner_version" ./cmd/csi-provisioner \
 			"-X main.version=$provisioner_version"
 		;;
 	kube-rbac-proxy)
-		build_in_copy kube-rbac-proxy "$kube_rbac_proxy_module" "$kube_rbac_proxy_version" ./cmd/kube-rbac-proxy \
-			"-X k8s.io/component-base/version.gitVersion=$kube_rbac_proxy_version"
+		# Built in this module's graph: it compiles against the Kubernetes libraries the operator
+		# already compiled, where its own go.mod's older ones took a fresh machine four minutes of
+		# CPU. csi-provisioner and kwok do not compile against them, so they keep their own. Its
+		# version in go.mod is the newest release the Go module proxy serves; the EFS definition
+		# names v0.20.0 (README.md#the-real-node).
+		local v
+		v=$(go list -m -f '{{.Version}}' github.com/brancz/kube-rbac-proxy)
+		variant=this-module build kube-rbac-proxy github.com/brancz/kube-rbac-proxy \
+			github.com/brancz/kube-rbac-proxy/cmd/kube-rbac-proxy \
+			-ldflags "-X k8s.io/component-base/version.gitVersion=$v"
 		;;
 	grpc_health_probe) go_install grpc_health_probe github.com/grpc-ecosystem/grpc-health-probe "$grpc_health_probe_version" ;;
 	benchstat) go_install benchstat golang.org/x/perf/cmd/benchstat "$benchstat_version" ;;
