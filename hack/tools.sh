@@ -25,9 +25,10 @@
 #                                            registry pods run, carried by the catalog images
 #   benchstat                                benchstat_version below: compares the Go benchmark
 #                                            output of `make bench` between two commits
-#   olm, catalog, olm-crds, cpb              olm_version below (built inside OLM's own go.mod;
-#                                            the CRDs copied from it; cpb statically, as OLM's
-#                                            util image carries it into bundle images)
+#   olm, catalog, olm-crds, cpb              this module's go.mod (olm and catalog built in its
+#                                            graph; the CRDs copied from that OLM module; cpb
+#                                            built in a copy of it, statically, as OLM's util
+#                                            image carries it into bundle images)
 #   operator-controller, catalogd,           olmv1_version below: OLM v1, both binaries built
 #   olmv1-crds                               together inside its own go.mod, statically; the
 #                                            CRDs (standard feature set) copied from it
@@ -53,7 +54,6 @@ kwok_version=v0.7.0
 grpc_health_probe_version=v0.4.61
 # golang.org/x/perf publishes no releases; this is a commit the Go module proxy serves.
 benchstat_version=v0.0.0-20260908200009-22c9c6c9d4da
-olm_version=v0.46.0
 olm_module=github.com/operator-framework/operator-lifecycle-manager
 # OLM v1. Built in its own go.mod (a module copy), so its Kubernetes libraries need not be this
 # module's. v1.6 and later need pkg.package-operator.run/boxcutter, whose host the Go module
@@ -103,6 +103,9 @@ modver() {
 	[[ -n $v ]] || { echo "hack/tools.sh: $2 not required in $1" >&2; return 1; }
 	echo "$v"
 }
+
+# OLM's version is this module's (the `tool` block builds olm and catalog; build_olm).
+olm_version=$(modver go.mod "$olm_module")
 
 # build NAME MODULE PACKAGE [go build flags...]
 build() {
@@ -243,23 +246,15 @@ module_copy() {
 	chmod -R u+w "$src"
 }
 
-# build_olm NAME: OLM's olm or catalog binary at olm_version, built together in a module_copy.
-# Static like every tool: OLM's Makefile links them with cgo and SQLite's json1 tag, but neither
-# links SQLite (`go list -deps` names no sqlite package), so cgo only compiled their packages a
-# second way. The cache directory says so, and a cgo build cached before is not taken for it.
+# build_olm NAME: OLM's olm or catalog binary, at the version this module's go.mod requires and
+# in this module's graph (go.mod's `tool` block), static like every tool. The operator and csi-olm
+# already compile OLM's libraries and the Kubernetes ones beneath them, so both binaries cost a
+# fresh machine 40 s of CPU instead of the 243 s of OLM's own go.mod. OLM's Makefile links them
+# with cgo and SQLite's json1 tag, but neither links SQLite (`go list -deps` names no sqlite
+# package).
 build_olm() {
-	local v=$olm_version tmp src dir="$cache/<tool>/$olm_version-static"
-	if [[ ! -x ${dir/<tool>/olm}/olm || ! -x ${dir/<tool>/catalog}/catalog ]]; then
-		echo "building olm, catalog $v into $dir/" >&2
-		export GONOSUMDB="${GONOSUMDB:+$GONOSUMDB,}github.com/openshift/*,github.com/operator-framework/*"
-		module_copy "$olm_module" "$v"
-		(cd "$src" && GOFLAGS="$GOFLAGS -mod=mod" go build \
-			-ldflags "-X $olm_module/pkg/version.OLMVersion=$v" -o "$tmp/bin/" ./cmd/olm ./cmd/catalog)
-		mkdir -p "${dir/<tool>/olm}" "${dir/<tool>/catalog}"
-		mv -f "$tmp/bin/olm" "${dir/<tool>/olm}/olm"
-		mv -f "$tmp/bin/catalog" "${dir/<tool>/catalog}/catalog"
-	fi
-	echo "${dir/<tool>/$1}/$1"
+	variant=this-module build "$1" "$olm_module" "$olm_module/cmd/$1" \
+		-ldflags "-X $olm_module/pkg/version.OLMVersion=$olm_version"
 }
 
 # build_olmv1 NAME: OLM v1's operator-controller or catalogd at olmv1_version, both built by one go
