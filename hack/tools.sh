@@ -366,7 +366,7 @@ tool() {
 		# version in go.mod is the newest release the Go module proxy serves; the EFS definition
 		# names v0.20.0 (README.md#the-real-node).
 		local v
-		v=$(go list -m -f '{{.Version}}' github.com/brancz/kube-rbac-proxy)
+		v=$(modver go.mod github.com/brancz/kube-rbac-proxy)
 		variant=this-module build kube-rbac-proxy github.com/brancz/kube-rbac-proxy \
 			github.com/brancz/kube-rbac-proxy/cmd/kube-rbac-proxy \
 			-ldflags "-X k8s.io/component-base/version.gitVersion=$v"
