@@ -45,8 +45,10 @@ catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and 
 	rm -rf catalog/graphs
 	$(CSI_OLM) catalog graph catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
 	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
-	$(CSI_OLM) catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community -o svg > catalog/graphs/simulate.svg.tmp
-	mv catalog/graphs/simulate.svg.tmp catalog/graphs/simulate-aws-efs-operator.v0.0.6.svg
+	@# The simulation picture is of the newest minor's catalogs.
+	m=$$(basename "$$(ls -d catalog/certified/v4.*/ | sort -V | tail -n1)") && \
+	$(CSI_OLM) catalog simulate catalog/certified/$$m --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/$$m -o svg > catalog/graphs/simulate.svg.tmp && \
+	mv catalog/graphs/simulate.svg.tmp catalog/graphs/simulate-$$m-aws-efs-operator.v0.0.6.svg
 
 # The tools the tests take from the environment (test/testutil): what catalog images carry, and
 # the checker of the drivers' external-storage test manifests.
@@ -326,7 +328,7 @@ $(GENERATED_STAMP): $(API_SOURCES)
 .PHONY: verify
 COMMITTED := $(BIN)/committed
 
-verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go mod tidy; fail on any diff or on a catalog change that strands installed users
+verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go mod tidy; fail on any diff, on a catalog change that strands installed users, or on one a cluster upgrade newly strands
 	$(GO) mod tidy
 	@# The tools modules (hack/tools/*/go.mod), each with its own graph.
 	for m in $(dir $(wildcard hack/tools/*/go.mod)); do (cd $$m && $(GO) mod tidy) || exit 1; done
@@ -335,6 +337,9 @@ verify: ## Regenerate CRDs, bundles, catalogs and graphs, run gofmt, vet and go 
 	$(MAKE) generate catalog
 	$(CSI_OLM) catalog diff --breaking $(COMMITTED)/catalog/community catalog/community
 	$(CSI_OLM) catalog diff --breaking $(COMMITTED)/catalog/certified catalog/certified
+	@# Every cluster upgrade the trees offer, failing on an install newly stuck by one.
+	$(CSI_OLM) catalog cluster-upgrade catalog/community --since $(COMMITTED)/catalog/community
+	$(CSI_OLM) catalog cluster-upgrade catalog/certified --since $(COMMITTED)/catalog/certified
 	hack/check-tracked-files.sh
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go'))"; \
 	if [[ -n "$$unformatted" ]]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi

@@ -14,13 +14,15 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
 	bundlebuild "github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 // Images builds the images of the tree as it is, unpinned: the operator image, one image per
-// bundle directory and one per catalog. It writes them to an OCI layout, or pushes them.
+// bundle directory and one per catalog and OpenShift minor, tagged with the minor's index. It
+// writes them to an OCI layout, or pushes them.
 type Images struct {
 	OperatorBinaries []string
 	Version          string
@@ -28,7 +30,8 @@ type Images struct {
 	// OPM and GRPCHealthProbe go into the catalog images, as in Release.
 	OPM             string
 	GRPCHealthProbe string
-	// Bundles holds <package>/<version>/ bundle directories; Catalogs holds catalog directories.
+	// Bundles holds <package>/<version>/ bundle directories; Catalogs holds the catalogs' trees of
+	// per-minor catalogs (catalog/tree).
 	Bundles  string
 	Catalogs string
 	// Registry, when set, is the repository prefix to push under; otherwise the images go to
@@ -103,23 +106,27 @@ func (a *Images) build(prefix string) ([]built, error) {
 	if err != nil {
 		return nil, err
 	}
-	// `catalog generate` writes <catalog>/ and <catalog>.Dockerfile side by side; the folder
-	// holds other things too (the Go packages, the graphs).
-	dockerfiles, err := filepath.Glob(filepath.Join(a.Catalogs, "*.Dockerfile"))
+	// `catalog generate` writes each catalog's minors as <catalog>/v4.N/ next to
+	// <catalog>/v4.N.Dockerfile; the folder holds other things too (the Go packages, the graphs).
+	dockerfiles, err := filepath.Glob(filepath.Join(a.Catalogs, "*", "v*.Dockerfile"))
 	if err != nil {
 		return nil, err
 	}
 	if len(dockerfiles) == 0 {
-		return nil, fmt.Errorf("no catalog in %s: want <catalog>/ next to <catalog>.Dockerfile, as `csi-olm catalog generate` writes them", a.Catalogs)
+		return nil, fmt.Errorf("no catalog in %s: want <catalog>/v4.N/ next to <catalog>/v4.N.Dockerfile, as `csi-olm catalog generate` writes them", a.Catalogs)
 	}
 	slices.Sort(dockerfiles)
 	for _, dockerfile := range dockerfiles {
 		dir := strings.TrimSuffix(dockerfile, ".Dockerfile")
+		m, ok := tree.MinorOf(dir)
+		if !ok {
+			continue
+		}
 		img, err := build.Catalog(os.DirFS(dir), opm)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
-		all = append(all, built{CatalogImage(prefix, filepath.Base(dir), a.Version), img})
+		all = append(all, built{CatalogImage(prefix, filepath.Base(filepath.Dir(dir)), m.Index()), img})
 	}
 	return all, nil
 }

@@ -21,6 +21,7 @@ import (
 	bundlegenerate "github.com/csi-olm/csi-olm/bundle/generate"
 	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
 	catalogimages "github.com/csi-olm/csi-olm/catalog/images"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
@@ -38,10 +39,10 @@ const (
 type Release struct {
 	Operators []definition.Operator
 	// Registry is the repository prefix the bundle and catalog images are pushed under, e.g.
-	// quay.io/csi-olm.
+	// quay.io/csi-olm. Each catalog has one image per OpenShift minor, tagged with the minor's
+	// index (certified-catalog:v4.11), as OpenShift's operator indexes are; every release
+	// republishes them.
 	Registry string
-	// CatalogTag tags the catalog images; catalogs are republished under the same tag.
-	CatalogTag string
 	// OperatorBinaries are the EFS operator's statically linked binaries, one per platform. When
 	// set, they are built into the image the newest EFS release references, and pushed there.
 	OperatorBinaries []string
@@ -62,8 +63,8 @@ func (r *Release) Run(ctx context.Context) error {
 	if err := definition.Validate(r.Operators); err != nil {
 		return fmt.Errorf("invalid operator definitions, nothing was pushed or written:\n%w", err)
 	}
-	if _, err := name.NewTag(r.CatalogImage("community"), name.StrictValidation); err != nil {
-		return fmt.Errorf("--registry %q and --catalog-tag %q make no image reference: %w", r.Registry, r.CatalogTag, err)
+	if _, err := name.NewTag(CatalogImage(r.Registry, string(definition.Community), "v4.11"), name.StrictValidation); err != nil {
+		return fmt.Errorf("registry %q makes no catalog image reference: %w", r.Registry, err)
 	}
 	opm, err := readOPM(r.OPM, r.GRPCHealthProbe)
 	if err != nil {
@@ -198,17 +199,13 @@ func (r *Release) BundleImage(o *definition.Operator, version string) string {
 	return BundleImage(r.Registry, o.Package, version)
 }
 
-// CatalogImage is where a catalog image is pushed.
-func (r *Release) CatalogImage(catalog string) string {
-	return CatalogImage(r.Registry, catalog, r.CatalogTag)
-}
-
 // BundleImage names the bundle image of a package's version under a registry prefix.
 func BundleImage(registry, pkg, version string) string {
 	return fmt.Sprintf("%s/%s-bundle:v%s", strings.TrimSuffix(registry, "/"), pkg, version)
 }
 
-// CatalogImage names a catalog's image under a registry prefix.
+// CatalogImage names a catalog's image under a registry prefix; tag is the index of the
+// OpenShift minor the catalog is for.
 func CatalogImage(registry, catalog, tag string) string {
 	return fmt.Sprintf("%s/%s-catalog:%s", strings.TrimSuffix(registry, "/"), catalog, tag)
 }
@@ -234,38 +231,45 @@ func (r *Release) pushBundles(ctx context.Context, dir string, operators []defin
 	return images, nil
 }
 
-// publishCatalogs checks that the published catalogs carry only digests, pushes their images and
-// writes the image lists.
+// publishCatalogs checks that the published catalogs carry only digests, pushes the image of
+// each minor's catalog and writes the image lists: catalogs.txt has one line per image,
+// "<catalog> <minor> <image@digest>".
 func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *build.OPM) error {
 	var all []catalogimages.Image
 	var catalogLines []string
 	var imageSet *catalogimages.ImageSetConfiguration
 	for _, name := range []definition.Catalog{definition.Community, definition.Certified} {
-		dir := filepath.Join(staging, "catalog", string(name))
-		cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
+		t, err := tree.Open(filepath.Join(staging, "catalog", string(name)))
 		if err != nil {
-			return fmt.Errorf("load the %s catalog: %w", name, err)
+			return fmt.Errorf("the %s catalogs: %w", name, err)
 		}
-		list := catalogimages.List(cfg)
-		if problems := catalogimages.Unpinned(list); len(problems) > 0 {
-			return fmt.Errorf("the %s catalog references images by tag:\n  %s", name, strings.Join(problems, "\n  "))
-		}
-		img, err := build.Catalog(os.DirFS(dir), opm)
-		if err != nil {
-			return fmt.Errorf("the %s catalog: %w", name, err)
-		}
-		pushed, err := r.Client.Push(ctx, r.CatalogImage(string(name)), img)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(r.Out, "pushed catalog image %s\n", pushed)
-		catalogLines = append(catalogLines, fmt.Sprintf("%s %s\n", name, pushed))
-		all = append(all, list...)
-		set := catalogimages.ImageSet(pushed, cfg)
-		if imageSet == nil {
-			imageSet = set
-		} else {
-			imageSet.Mirror.Operators = append(imageSet.Mirror.Operators, set.Mirror.Operators...)
+		for _, m := range t.Minors {
+			dir := t.Path(m)
+			cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
+			if err != nil {
+				return fmt.Errorf("load the %s catalog of %s: %w", name, m.Index(), err)
+			}
+			list := catalogimages.List(cfg)
+			if problems := catalogimages.Unpinned(list); len(problems) > 0 {
+				return fmt.Errorf("the %s catalog of %s references images by tag:\n  %s", name, m.Index(), strings.Join(problems, "\n  "))
+			}
+			img, err := build.Catalog(os.DirFS(dir), opm)
+			if err != nil {
+				return fmt.Errorf("the %s catalog of %s: %w", name, m.Index(), err)
+			}
+			pushed, err := r.Client.Push(ctx, CatalogImage(r.Registry, string(name), m.Index()), img)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(r.Out, "pushed catalog image %s\n", pushed)
+			catalogLines = append(catalogLines, fmt.Sprintf("%s %s %s\n", name, m.Index(), pushed))
+			all = append(all, list...)
+			set := catalogimages.ImageSet(pushed, cfg)
+			if imageSet == nil {
+				imageSet = set
+			} else {
+				imageSet.Mirror.Operators = append(imageSet.Mirror.Operators, set.Mirror.Operators...)
+			}
 		}
 	}
 	var refs []string

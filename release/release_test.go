@@ -33,9 +33,11 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	bundlevalidation "github.com/csi-olm/csi-olm/bundle/validation"
 	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	catalogvalidation "github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/images/registry"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/release"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
@@ -130,7 +132,7 @@ func newBed(t *testing.T) *bed {
 
 func (b *bed) release(output string, out io.Writer) *release.Release {
 	return &release.Release{
-		Operators: b.operators, Registry: b.addr + "/csi-olm", CatalogTag: "test",
+		Operators: b.operators, Registry: b.addr + "/csi-olm",
 		OperatorBinaries: b.binaries, Version: "4.11.0", Revision: "test",
 		OPM: b.opm, GRPCHealthProbe: b.probe, Client: b.client, Output: output, Out: out,
 	}
@@ -176,7 +178,12 @@ func testImages(t *testing.T, b *bed) {
 		names = append(names, m.Annotations["org.opencontainers.image.ref.name"])
 	}
 	bundles, _ := filepath.Glob("../bundle/*/*/metadata")
-	want := []string{"localhost/csi-olm/aws-efs-csi-driver-operator:dev", "localhost/csi-olm/certified-catalog:dev", "localhost/csi-olm/community-catalog:dev"}
+	want := []string{"localhost/csi-olm/aws-efs-csi-driver-operator:dev"}
+	for catalog, minors := range d.CatalogMinors(b.operators) {
+		for _, m := range minors {
+			want = append(want, release.CatalogImage("localhost/csi-olm", string(catalog), m.Index()))
+		}
+	}
 	for _, m := range bundles {
 		dir := filepath.Dir(m)
 		want = append(want, release.BundleImage("localhost/csi-olm", filepath.Base(filepath.Dir(dir)), filepath.Base(dir)))
@@ -235,50 +242,64 @@ func testPins(t *testing.T, b *bed) {
 		}
 	})
 
-	catalogs := map[d.Catalog]*declcfg.DeclarativeConfig{}
+	// The published catalogs: a tree per catalog, one catalog per OpenShift minor.
+	type minorCatalog struct {
+		dir string
+		cfg *declcfg.DeclarativeConfig
+	}
+	var catalogs []minorCatalog
 	for _, c := range []d.Catalog{d.Community, d.Certified} {
-		cfg, err := declcfg.LoadFS(ctx, os.DirFS(filepath.Join(out, "catalog", string(c))))
+		tr, err := tree.Open(filepath.Join(out, "catalog", string(c)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		catalogs[c] = cfg
+		for _, m := range tr.Minors {
+			cfg, err := declcfg.LoadFS(ctx, os.DirFS(tr.Path(m)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			catalogs = append(catalogs, minorCatalog{tr.Path(m), cfg})
+		}
 	}
 
 	t.Run("catalogs reference the pushed bundle images by digest", func(t *testing.T) {
-		for c, cfg := range catalogs {
-			for _, bundle := range cfg.Bundles {
+		for _, c := range catalogs {
+			for _, bundle := range c.cfg.Bundles {
 				o := operatorOf(t, b.operators, bundle.Name)
 				ref := r.BundleImage(o, strings.TrimPrefix(bundle.Name, o.CSVPrefix+".v"))
 				want := repo(t, ref) + "@" + servedDigest(t, b.client, ref)
 				if bundle.Image != want {
-					t.Errorf("%s: bundle %s has image %q, the registry serves %q", c, bundle.Name, bundle.Image, want)
+					t.Errorf("%s: bundle %s has image %q, the registry serves %q", c.dir, bundle.Name, bundle.Image, want)
 				}
 			}
 		}
 	})
 
 	t.Run("csi-olm and opm validate the published catalogs", func(t *testing.T) {
-		community := catalogvalidation.FromConfig(catalogs[d.Community], filepath.Join(out, "catalog", "community"), ".json")
-		for _, p := range catalogvalidation.Check(community, catalogvalidation.Options{}) {
-			t.Errorf("community: %s", p)
+		var report bytes.Buffer
+		v := catalogvalidation.Validate{Dir: filepath.Join(out, "catalog", "certified"), Community: filepath.Join(out, "catalog", "community"), Out: &report}
+		if err := v.Run(ctx); err != nil || strings.Contains(report.String(), "warning") {
+			t.Errorf("csi-olm catalog validate: %v\n%s", err, report.String())
 		}
-		certified := catalogvalidation.FromConfig(catalogs[d.Certified], filepath.Join(out, "catalog", "certified"), ".json")
-		for _, p := range catalogvalidation.Check(certified, catalogvalidation.Options{Community: community}) {
-			t.Errorf("certified: %s", p)
-		}
-		for c := range catalogs {
-			if out, err := exec.Command(b.opm, "validate", filepath.Join(out, "catalog", string(c))).CombinedOutput(); err != nil {
-				t.Errorf("opm validate %s: %v\n%s", c, err, out)
+		for _, c := range catalogs {
+			if out, err := exec.Command(b.opm, "validate", c.dir).CombinedOutput(); err != nil {
+				t.Errorf("opm validate %s: %v\n%s", c.dir, err, out)
 			}
 		}
 	})
 
 	t.Run("opm renders each bundle image as csi-olm renders its directory", func(t *testing.T) {
-		for _, cfg := range catalogs {
-			for _, bundle := range cfg.Bundles {
+		// A bundle is in the catalog of every minor it is for: each image is rendered once.
+		rendered := map[string]bool{}
+		for _, c := range catalogs {
+			for _, bundle := range c.cfg.Bundles {
+				if rendered[bundle.Image] {
+					continue
+				}
+				rendered[bundle.Image] = true
 				o := operatorOf(t, b.operators, bundle.Name)
 				dir := filepath.Join(out, "bundle", o.Package, strings.TrimPrefix(bundle.Name, o.CSVPrefix+".v"))
-				rendered, err := exec.Command(b.opm, "render", bundle.Image, "--use-http", "-o", "json").Output()
+				opmJSON, err := exec.Command(b.opm, "render", bundle.Image, "--use-http", "-o", "json").Output()
 				if err != nil {
 					t.Fatalf("opm render %s: %v", bundle.Image, stderr(err))
 				}
@@ -286,10 +307,13 @@ func testPins(t *testing.T, b *bed) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, want := canonical(t, rendered), canonical(t, mustJSON(t, mine)); got != want {
+				if got, want := canonical(t, opmJSON), canonical(t, mustJSON(t, mine)); got != want {
 					t.Errorf("%s: opm renders the image as\n%s\ncsi-olm renders the directory as\n%s", bundle.Image, got, want)
 				}
 			}
+		}
+		if len(rendered) == 0 {
+			t.Fatal("the published catalogs name no bundle image")
 		}
 	})
 
@@ -298,11 +322,32 @@ func testPins(t *testing.T, b *bed) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range strings.Split(strings.TrimSpace(string(lines)), "\n") {
-			catalog, ref, _ := strings.Cut(line, " ")
+		// One image per catalog and minor, "<catalog> <minor> <image@digest>", tagged with the minor.
+		want := 0
+		for _, minors := range d.CatalogMinors(b.operators) {
+			want += len(minors)
+		}
+		got := strings.Split(strings.TrimSpace(string(lines)), "\n")
+		if len(got) != want {
+			t.Errorf("%s has %d lines, want one per catalog and minor (%d):\n%s", release.CatalogsFile, len(got), want, lines)
+		}
+		for _, line := range got {
+			fields := strings.Fields(line)
+			if len(fields) != 3 {
+				t.Fatalf("%s: line %q is not '<catalog> <minor> <image@digest>'", release.CatalogsFile, line)
+			}
+			catalog, index, ref := fields[0], fields[1], fields[2]
+			m, err := openshift.ParseMinor(index)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tagged := release.CatalogImage(b.addr+"/csi-olm", catalog, m.Index())
+			if pinned, err := b.client.Pin(ctx, tagged); err != nil || pinned != ref {
+				t.Errorf("%s is %s (%v), want the image catalogs.txt names, %s", tagged, pinned, err, ref)
+			}
 			root := extract(t, b.client, ref)
 			client := testutil.ServeCatalog(t, filepath.Join(root, build.OPMBinary), filepath.Join(root, build.ConfigsDir))
-			testutil.CheckServedCatalog(t, client, d.Catalog(catalog), b.operators)
+			testutil.CheckServedCatalog(t, client, d.Catalog(catalog), m, b.operators)
 		}
 	})
 
@@ -519,7 +564,7 @@ func testBadInput(t *testing.T, b *bed) {
 					return false
 				}) + "/csi-olm"
 			},
-			want: []string{"/csi-olm/certified-catalog:test: pull back sha256:", "does not match requested digest"},
+			want: []string{"/csi-olm/certified-catalog:v4.5: pull back sha256:", "does not match requested digest"},
 		},
 	}
 	for _, tt := range tests {

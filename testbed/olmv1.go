@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -286,6 +288,27 @@ func (s *Stack) CreateClusterCatalog(ctx context.Context, name, image string, pr
 	}
 	_, err := WaitForOLMv1(ctx, s.Client, ClusterCatalogGVK, name, "Serving", func(u *unstructured.Unstructured) bool {
 		return ConditionStatus(u, "Serving") == "True"
+	})
+	return err
+}
+
+// SetClusterCatalogImage points a ClusterCatalog at another catalog image, as an admin does
+// when the cluster moves to the next OpenShift minor and its catalogs become that minor's, and
+// waits until catalogd serves the new image's content.
+func (s *Stack) SetClusterCatalogImage(ctx context.Context, name, image string) error {
+	cc := &unstructured.Unstructured{}
+	cc.SetGroupVersionKind(ClusterCatalogGVK)
+	cc.SetName(name)
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"source": map[string]any{"image": map[string]any{"ref": image}}}})
+	if err != nil {
+		return err
+	}
+	if err := s.Client.Patch(ctx, cc, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("pointing ClusterCatalog %s at %s: %w", name, image, err)
+	}
+	_, err = WaitForOLMv1(ctx, s.Client, ClusterCatalogGVK, name, "Serving "+image, func(u *unstructured.Unstructured) bool {
+		ref, _, _ := unstructured.NestedString(u.Object, "status", "resolvedSource", "image", "ref")
+		return ConditionStatus(u, "Serving") == "True" && ref == image
 	})
 	return err
 }

@@ -111,11 +111,11 @@ func One(o *definition.Operator, r definition.Release) (*Bundle, error) {
 	if b.Files[AnnotationsFile], err = yaml.Marshal(map[string]any{"annotations": annotations}); err != nil {
 		return nil, fmt.Errorf("%s: encoding annotations: %w", csvName, err)
 	}
-	if r.MaxOpenShiftVersion != "" {
+	if max := r.MaxOpenShiftVersion(); max != "" {
 		// Where operator-registry reads a bundle's own properties (the CSV's olm.properties
 		// annotation is deprecated): opm renders them into the catalog, and OLM projects them
 		// onto the installed CSV.
-		value, err := json.Marshal(r.MaxOpenShiftVersion)
+		value, err := json.Marshal(max)
 		if err != nil {
 			return nil, err
 		}
@@ -168,8 +168,8 @@ func bundleAnnotations(o *definition.Operator, r definition.Release) map[string]
 		ChannelsAnnotation:       strings.Join(r.Channels, ","),
 		DefaultChannelAnnotation: bundleDefaultChannel(o, r),
 	}
-	if o.OpenShiftVersions != "" {
-		a[OpenShiftVersionsLabel] = o.OpenShiftVersions
+	if versions := o.OpenShiftVersionsOf(r); versions != "" {
+		a[OpenShiftVersionsLabel] = versions
 	}
 	return a
 }
@@ -262,7 +262,7 @@ func CSV(o *definition.Operator, r definition.Release) (*v1alpha1.ClusterService
 			Maturity:       r.Maturity,
 			Replaces:       r.Replaces,
 			Skips:          r.Skips,
-			MinKubeVersion: o.MinKubeVersion,
+			MinKubeVersion: o.MinKubeVersionOf(r),
 			InstallModes:   installModes(o.InstallModes),
 			NativeAPIs:     o.NativeAPIs,
 			CustomResourceDefinitions: v1alpha1.CustomResourceDefinitions{

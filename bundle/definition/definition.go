@@ -45,11 +45,13 @@ type Operator struct {
 	// InfrastructureFeatures are the OpenShift infrastructure features the operator supports
 	// (see InfrastructureFeature).
 	InfrastructureFeatures []InfrastructureFeature
-	// OpenShiftVersions is the com.redhat.openshift.versions range of the bundles.
+	// OpenShiftVersions is the com.redhat.openshift.versions range of the bundles, and
+	// MinKubeVersion their minKubeVersion, for an operator whose releases declare no OpenShift
+	// minor (Release.OpenShift); one that does derives both from it and leaves these empty.
 	OpenShiftVersions string
+	MinKubeVersion    string
 	// Architectures the operator's images are built for.
-	Architectures  []string
-	MinKubeVersion string
+	Architectures []string
 
 	DefaultChannel string
 	// InstallModes lists the supported install modes; every other mode is declared unsupported.
@@ -171,10 +173,12 @@ type Release struct {
 	CreatedAt string
 	// TechPreview marks a release whose description warns it is not supported for production.
 	TechPreview bool
-	// MaxOpenShiftVersion is the newest OpenShift minor (4.12) the release runs on: OLM keeps a
-	// cluster that has it installed from upgrading past it (olm.maxOpenShiftVersion). Empty
-	// for no limit.
-	MaxOpenShiftVersion string
+	// OpenShift is the OpenShift minor (4.11) the release is built for, as OpenShift's own
+	// storage operators are: its bundle goes only into that minor's index, runs on that minor's
+	// Kubernetes and the next minor's, and holds a cluster below the minor after next until the
+	// operator is upgraded (MaxOpenShiftVersion). Its sidecar images carry the minor as their tag.
+	// Empty for an operator not versioned with OpenShift (Operator.OpenShiftVersions).
+	OpenShift string
 
 	// OperatorImage is the operator's image: a release tag, which `csi-olm release` pins by digest.
 	OperatorImage string

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
@@ -102,9 +103,7 @@ func (v *validator) checkOperator(o *Operator) {
 			v.addf(where, "initialization resource is a %s, which is not among the native APIs the operator requires", gvk)
 		}
 	}
-	if _, err := semver.Parse(o.MinKubeVersion); err != nil {
-		v.addf(where, "minKubeVersion %q is not a semantic version: %v", o.MinKubeVersion, err)
-	}
+	v.checkOpenShift(where, o)
 	v.checkInstallModes(where, o.InstallModes)
 	v.checkChannels(where, o)
 	v.checkOwnedCRDs(where, o.OwnedCRDs)
@@ -122,6 +121,59 @@ func (v *validator) checkOperator(o *Operator) {
 	}
 	for _, r := range o.Releases {
 		v.checkRelease(o, r)
+	}
+}
+
+// checkOpenShift checks that the OpenShift minors and Kubernetes versions are declared once: by
+// every release (Release.OpenShift), from which the rest follows, or by the operator for all.
+func (v *validator) checkOpenShift(where string, o *Operator) {
+	declared := 0
+	for _, r := range o.Releases {
+		if r.OpenShift != "" {
+			declared++
+		}
+	}
+	if declared == 0 {
+		if _, err := openshift.ParseVersions(o.OpenShiftVersions); err != nil {
+			v.addf(where, "%v", err)
+		}
+		if _, err := semver.Parse(o.MinKubeVersion); err != nil {
+			v.addf(where, "minKubeVersion %q is not a semantic version: %v", o.MinKubeVersion, err)
+		}
+		return
+	}
+	if declared < len(o.Releases) {
+		v.addf(where, "%d of %d releases declare their OpenShift minor: declare it for every release or for none", declared, len(o.Releases))
+	}
+	if o.OpenShiftVersions != "" || o.MinKubeVersion != "" {
+		v.addf(where, "the releases declare their OpenShift minor, from which com.redhat.openshift.versions and minKubeVersion follow; the operator's (%q, %q) would disagree: leave them empty",
+			o.OpenShiftVersions, o.MinKubeVersion)
+	}
+}
+
+// checkReleaseMinor checks that a release's version, and the tags of the images built for an
+// OpenShift minor (OpenShift's sidecars, tagged 4.N), name the minor the release declares.
+func (v *validator) checkReleaseMinor(where string, r Release, version semver.Version, versionOK bool) {
+	m, err := openshift.ParseMinor(r.OpenShift)
+	if err != nil {
+		v.addf(where, "OpenShift minor: %v", err)
+		return
+	}
+	if versionOK && (version.Major != uint64(m.Major) || version.Minor != uint64(m.Minor)) {
+		v.addf(where, "version %s is not a release of OpenShift %s, the minor it declares", version, m)
+	}
+	for _, img := range r.Images {
+		tagged, err := reference.ParseNormalizedNamed(img.Ref)
+		if err != nil {
+			continue // reported by checkImage
+		}
+		t, ok := tagged.(reference.Tagged)
+		if !ok {
+			continue
+		}
+		if tm, err := openshift.ParseMinor(t.Tag()); err == nil && tm != m {
+			v.addf(where, "image %q is tagged for OpenShift %s, but the release is built for %s", img.Name, tm, m)
+		}
 	}
 }
 
@@ -144,12 +196,16 @@ func (v *validator) checkChannels(where string, o *Operator) {
 		v.addf(where, "default channel is empty")
 		return
 	}
-	for _, r := range o.Releases {
-		if slices.Contains(r.Channels, o.DefaultChannel) {
-			return
+	if !slices.ContainsFunc(o.Releases, func(r Release) bool { return slices.Contains(r.Channels, o.DefaultChannel) }) {
+		v.addf(where, "default channel %q is absent from every release's channels, so no bundle's annotations would carry it", o.DefaultChannel)
+		return
+	}
+	// Each minor's index is a catalog of its own, whose package needs its default channel.
+	for _, m := range CatalogMinors([]Operator{*o})[o.Catalog] {
+		if !slices.ContainsFunc(o.ReleasesIn(m), func(r Release) bool { return slices.Contains(r.Channels, o.DefaultChannel) }) {
+			v.addf(where, "the %s index holds no release in the default channel %q: its catalog would be invalid", m.Index(), o.DefaultChannel)
 		}
 	}
-	v.addf(where, "default channel %q is absent from every release's channels, so no bundle's annotations would carry it", o.DefaultChannel)
 }
 
 func (v *validator) checkOwnedCRDs(where string, crds []OwnedCRD) {
@@ -253,6 +309,9 @@ func (v *validator) checkRelease(o *Operator, r Release) {
 		v.addf(where, "%v", rangeErr)
 	case err == nil && rule.InRange(version):
 		v.addf(where, "skipRange %q contains the release's own version %s", r.SkipRange, version)
+	}
+	if r.OpenShift != "" {
+		v.checkReleaseMinor(where, r, version, err == nil)
 	}
 	if _, err := time.Parse(time.RFC3339, r.CreatedAt); err != nil {
 		v.addf(where, "createdAt %q is not an RFC 3339 time: %v", r.CreatedAt, err)

@@ -67,13 +67,22 @@ type crdUse struct {
 	detail string
 }
 
-// checkCRDKubeVersions reports each use of a CRD feature that the operator's minKubeVersion
-// lacks and no kube-compat annotation of the CRD explains, and each kube-compat annotation that
-// is empty or names a place that uses no such feature.
+// checkCRDKubeVersions reports each use of a CRD feature that the lowest minKubeVersion of the
+// operator's releases lacks and no kube-compat annotation of the CRD explains, and each
+// kube-compat annotation that is empty or names a place that uses no such feature.
 func (v *validator) checkCRDKubeVersions(where string, o *Operator) {
-	minKube, err := semver.Parse(o.MinKubeVersion)
-	if err != nil {
-		return // reported by checkOperator
+	var minKube semver.Version
+	for i, r := range o.Releases {
+		k, err := semver.Parse(o.MinKubeVersionOf(r))
+		if err != nil {
+			return // reported by checkOpenShift
+		}
+		if i == 0 || k.LT(minKube) {
+			minKube = k
+		}
+	}
+	if len(o.Releases) == 0 {
+		return
 	}
 	for _, owned := range o.OwnedCRDs {
 		var crd apiextensionsv1.CustomResourceDefinition

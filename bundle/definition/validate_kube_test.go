@@ -108,7 +108,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		{
 			name: "messageExpression newer than minKubeVersion",
 			mutate: func(t *testing.T, ops []d.Operator) {
-				ops[efs].MinKubeVersion = "1.25.0"
+				minKube(&ops[efs], "1.25.0")
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.spec")
 					editSchema(crd, "spec", func(s *apiextensionsv1.JSONSchemaProps) {
@@ -121,7 +121,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		{
 			name: "reason and fieldPath newer than minKubeVersion",
 			mutate: func(t *testing.T, ops []d.Operator) {
-				ops[efs].MinKubeVersion = "1.27.0"
+				minKube(&ops[efs], "1.27.0")
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.spec")
 					editSchema(crd, "spec", func(s *apiextensionsv1.JSONSchemaProps) {
@@ -138,7 +138,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		{
 			name: "optionalOldSelf newer than minKubeVersion",
 			mutate: func(t *testing.T, ops []d.Operator) {
-				ops[efs].MinKubeVersion = "1.29.0"
+				minKube(&ops[efs], "1.29.0")
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.spec")
 					editSchema(crd, "spec", func(s *apiextensionsv1.JSONSchemaProps) {
@@ -172,7 +172,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name:   "v1 CRD before Kubernetes 1.16",
-			mutate: func(t *testing.T, ops []d.Operator) { ops[community].MinKubeVersion = "1.15.0" },
+			mutate: func(t *testing.T, ops []d.Operator) { minKube(&ops[community], "1.15.0") },
 			want:   []string{`aws-efs-operator: owned CRD "sharedvolumes.aws-efs.managed.openshift.io" is an apiextensions.k8s.io/v1 CRD, which Kubernetes before 1.16.0 cannot create, but minKubeVersion is 1.15.0`},
 		},
 		{
@@ -221,16 +221,16 @@ func TestValidateAcceptsWhatMinKubeVersionCovers(t *testing.T) {
 		mutate func(t *testing.T, ops []d.Operator)
 	}{
 		{"immutability rule from Kubernetes 1.25 on", func(t *testing.T, ops []d.Operator) {
-			ops[efs].MinKubeVersion = "1.25.0"
+			minKube(&ops[efs], "1.25.0")
 			editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 				delete(crd.Annotations, compat+"self.spec")
 			})
 		}},
 		{"an annotation still explaining an older Kubernetes than minKubeVersion", func(t *testing.T, ops []d.Operator) {
-			ops[ebs].MinKubeVersion = "1.25.0"
+			minKube(&ops[ebs], "1.25.0")
 		}},
 		{"atomic map from Kubernetes 1.17 on", func(t *testing.T, ops []d.Operator) {
-			ops[community].MinKubeVersion = "1.17.0"
+			minKube(&ops[community], "1.17.0")
 			editCRD(t, &ops[community], func(crd *apiextensionsv1.CustomResourceDefinition) {
 				delete(crd.Annotations, compat+"self.status.claimRef")
 			})
@@ -273,4 +273,17 @@ func TestValidateReportsEveryCRDKubeProblem(t *testing.T) {
 			t.Errorf("problem %d = %q, want it to start with %q", i, lines[i], prefix)
 		}
 	}
+}
+
+// minKube makes o declare minKubeVersion v for all its releases. An operator whose releases
+// declare their OpenShift minor (EFS) derives it from the minor instead; it is moved to the
+// operator's own declaration, with the minors' range, so that any version can be tried.
+func minKube(o *d.Operator, v string) {
+	if first := o.Releases[0].OpenShift; first != "" {
+		o.OpenShiftVersions = "v" + first
+	}
+	for i := range o.Releases {
+		o.Releases[i].OpenShift = ""
+	}
+	o.MinKubeVersion = v
 }

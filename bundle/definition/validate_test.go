@@ -145,8 +145,8 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 		},
 		{
 			name:   "version that is not semver",
-			mutate: func(ops []d.Operator) { ops[community].Releases[2].Version = "0.8" },
-			want:   []string{`aws-efs-operator.v0.8: version "0.8" is not a semantic version`, `aws-efs-csi-driver-operator.v4.10.0: replaces "aws-efs-operator.v0.0.8", which is no release`},
+			mutate: func(ops []d.Operator) { ops[community].Releases[1].Version = "0.7" },
+			want:   []string{`aws-efs-operator.v0.7: version "0.7" is not a semantic version`, `aws-efs-operator.v0.0.8: replaces "aws-efs-operator.v0.0.7", which is no release`},
 		},
 		{
 			name:   "createdAt that is no time",
@@ -155,8 +155,51 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 		},
 		{
 			name:   "minKubeVersion that is not semver",
-			mutate: func(ops []d.Operator) { ops[efs].MinKubeVersion = "1.22" },
-			want:   []string{`minKubeVersion "1.22" is not a semantic version`},
+			mutate: func(ops []d.Operator) { ops[ebs].MinKubeVersion = "1.17" },
+			want:   []string{`minKubeVersion "1.17" is not a semantic version`},
+		},
+		{
+			name:   "com.redhat.openshift.versions that does not parse",
+			mutate: func(ops []d.Operator) { ops[ebs].OpenShiftVersions = "4.5" },
+			want:   []string{`com.redhat.openshift.versions "4.5": "4.5" does not start with v`},
+		},
+		{
+			name:   "OpenShift minor that does not parse",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[0].OpenShift = "4.x" },
+			want:   []string{`aws-efs-csi-driver-operator.v4.9.0: OpenShift minor: "4.x" is not an OpenShift minor`},
+		},
+		{
+			name:   "release version of another minor than it declares",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[2].OpenShift = "4.12" },
+			want: []string{
+				"aws-efs-csi-driver-operator.v4.11.0: version 4.11.0 is not a release of OpenShift 4.12, the minor it declares",
+				`image "csi-external-provisioner" is tagged for OpenShift 4.11, but the release is built for 4.12`,
+			},
+		},
+		{
+			name: "sidecar tagged for another minor",
+			mutate: func(ops []d.Operator) {
+				ops[efs].Releases[1].Images[1].Ref = "quay.io/openshift/origin-csi-external-provisioner:4.9"
+			},
+			want: []string{`aws-efs-csi-driver-operator.v4.10.0: image "csi-external-provisioner" is tagged for OpenShift 4.9, but the release is built for 4.10`},
+		},
+		{
+			name: "operator's OpenShift range beside the releases' minors",
+			mutate: func(ops []d.Operator) {
+				ops[efs].OpenShiftVersions = "v4.9"
+				ops[efs].MinKubeVersion = "1.22.0"
+			},
+			want: []string{`the releases declare their OpenShift minor, from which com.redhat.openshift.versions and minKubeVersion follow; the operator's ("v4.9", "1.22.0") would disagree`},
+		},
+		{
+			name:   "some releases without their minor",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[0].OpenShift = "" },
+			want:   []string{"aws-efs-csi-driver-operator: 2 of 3 releases declare their OpenShift minor"},
+		},
+		{
+			name:   "a minor's index without the default channel",
+			mutate: func(ops []d.Operator) { ops[efs].Releases[0].Channels = []string{"4.9"} },
+			want:   []string{`aws-efs-csi-driver-operator: the v4.9 index holds no release in the default channel "stable"`},
 		},
 		{
 			name: "unknown infrastructure feature",
@@ -241,9 +284,9 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 
 func TestWaiverFor(t *testing.T) {
 	o := drivers.All()[efs]
-	const warning = `channel(s) ["preview"] are not following the recommended naming convention: https://...`
+	const warning = `channel(s) ["4.9"] are not following the recommended naming convention: https://...`
 	if o.WaiverFor("4.9.0", warning) == "" {
-		t.Error("the preview-channel warning of 4.9.0 is not explained")
+		t.Error("the warning on 4.9.0's channel named after its minor is not explained")
 	}
 	if got := o.WaiverFor("4.11.0", warning); got != "" {
 		t.Errorf("a waiver limited to 4.9.0 explained 4.11.0: %q", got)

@@ -11,6 +11,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -40,6 +41,9 @@ type Diff struct {
 func (d *Diff) Run(ctx context.Context) error {
 	if !slices.Contains(Formats, d.Output) {
 		return fmt.Errorf("unknown output %q: use %s", d.Output, strings.Join(Formats, ", "))
+	}
+	if tree.IsTree(d.Old) || tree.IsTree(d.New) {
+		return d.runTrees(ctx)
 	}
 	switch d.OLM {
 	case "", "v0":

@@ -250,3 +250,44 @@ func TestPictureMarksChanges(t *testing.T) {
 		}
 	}
 }
+
+// Two trees of per-minor catalogs are compared minor by minor: a minor whose catalog is gone
+// strands the clusters at it, a breaking change inside one minor is named under it, and a new
+// minor is no change for anyone.
+func TestDiffTreesMinorByMinor(t *testing.T) {
+	root := t.TempDir()
+	old, cur := root+"/old", root+"/new"
+	for _, m := range []string{"v4.10", "v4.11"} {
+		writeAt(t, base(t), old+"/"+m)
+	}
+	changed := base(t)
+	dropBundle(changed, middle, "1.3.0")
+	writeAt(t, changed, cur+"/v4.11")
+	writeAt(t, base(t), cur+"/v4.12")
+	var out bytes.Buffer
+	err := (&diff.Diff{Old: old, New: cur, Breaking: true, Output: "text", Out: &out}).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the v4.10 catalog is gone") || !strings.Contains(err.Error(), "breaking change(s) from "+old+"/v4.11 to "+cur+"/v4.11") {
+		t.Errorf("error %v: want the v4.10 catalog gone and v4.11's breaking change", err)
+	}
+	for _, want := range []string{
+		"! the v4.10 catalog is gone: clusters at 4.10 that installed from it have no catalog to upgrade from",
+		old + "/v4.11 -> " + cur + "/v4.11\npackage " + middle,
+		"+ the v4.12 catalog is new",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// A tree is compared with a tree only.
+	err = (&diff.Diff{Old: old, New: old + "/v4.11", Output: "text", Out: &out}).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "is one catalog, but the other is a tree of per-minor catalogs") {
+		t.Errorf("a tree against one catalog: %v", err)
+	}
+}
+
+func writeAt(t *testing.T, cfg *declcfg.DeclarativeConfig, dir string) {
+	t.Helper()
+	if err := declcfg.WriteFS(*cfg, dir, declcfg.WriteJSON, ".json"); err != nil {
+		t.Fatal(err)
+	}
+}

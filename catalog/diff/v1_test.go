@@ -136,16 +136,16 @@ func TestHarmlessChangesPassV1(t *testing.T) {
 	}
 }
 
-// The committed catalogs, community then certified as the next version of it: for OLM v1 the
-// package's bundles change names, and every community version goes to the certified head
-// through its skipRange.
+// The committed catalogs of the newest minor, community then certified as the next version of
+// it: for OLM v1 the package's bundles change names, and every community version goes to the
+// certified release through its skipRange.
 func TestDiffV1CommittedCatalogs(t *testing.T) {
 	var out bytes.Buffer
-	d := &diff.Diff{Old: "../community", New: "../certified", Breaking: true, OLM: "v1", Output: "text", Out: &out}
+	d := &diff.Diff{Old: "../community/v4.11", New: "../certified/v4.11", Breaking: true, OLM: "v1", Output: "text", Out: &out}
 	if err := d.Run(context.Background()); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if want := "../community -> ../certified\nno breaking changes\n"; out.String() != want {
+	if want := "../community/v4.11 -> ../certified/v4.11\nno breaking changes\n"; out.String() != want {
 		t.Errorf("output %q, want %q", out.String(), want)
 	}
 }
@@ -160,7 +160,7 @@ func TestDiffV1RefusesV0Options(t *testing.T) {
 		{diff.Diff{OLM: "v1", Environment: simulate.Environment{Packages: []string{"cert-manager@1.14.4"}}}, "Environment.Packages", "operator-controller resolves no dependencies"},
 	} {
 		d := tc.d
-		d.Old, d.New, d.Output, d.Out = "../community", "../certified", "text", &bytes.Buffer{}
+		d.Old, d.New, d.Output, d.Out = "../community/v4.11", "../certified/v4.11", "text", &bytes.Buffer{}
 		err := d.Run(context.Background())
 		var oe *option.Error
 		if !errors.As(err, &oe) || oe.Field != tc.field || !strings.Contains(err.Error(), tc.want) {

@@ -5,8 +5,10 @@ package generate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -21,8 +23,10 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -30,7 +34,8 @@ import (
 // module builds with (a test checks they agree).
 const OpmImage = "quay.io/operator-framework/opm:v1.73.0"
 
-// Generate writes OutputDir/<catalog>/ and OutputDir/<catalog>.Dockerfile for each catalog.
+// Generate writes OutputDir/<catalog>/v4.N/ and OutputDir/<catalog>/v4.N.Dockerfile for each
+// catalog and each OpenShift minor whose index holds one of its releases (catalog/tree).
 type Generate struct {
 	BundleDir string
 	OutputDir string
@@ -48,6 +53,17 @@ type Generate struct {
 // the certified one is checked against it.
 var catalogOrder = []definition.Catalog{definition.Community, definition.Certified}
 
+// minorCatalog is one catalog of one minor.
+type minorCatalog struct {
+	catalog definition.Catalog
+	minor   openshift.Minor
+	cfg     *declcfg.DeclarativeConfig
+}
+
+func (c *minorCatalog) dir(root string) string {
+	return tree.Path(filepath.Join(root, string(c.catalog)), c.minor)
+}
+
 // Run renders, validates and writes the catalogs.
 func (g *Generate) Run(ctx context.Context) error {
 	if err := definition.Validate(g.Operators); err != nil {
@@ -60,42 +76,52 @@ func (g *Generate) Run(ctx context.Context) error {
 			return &option.Error{Field: "BundleImage", Err: err}
 		}
 	}
-	configs := map[definition.Catalog]*declcfg.DeclarativeConfig{}
+	// A release goes into every minor its com.redhat.openshift.versions selects: it is rendered once.
+	bundles := map[string]*declcfg.Bundle{}
 	var errs []string
 	for i := range g.Operators {
-		o := &g.Operators[i]
-		cfg := configs[o.Catalog]
-		if cfg == nil {
-			cfg = &declcfg.DeclarativeConfig{}
-			configs[o.Catalog] = cfg
-		}
-		if err := g.addOperator(cfg, o, tmpl); err != nil {
+		if err := g.render(&g.Operators[i], tmpl, bundles); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("cannot build the catalogs, nothing was written:\n%s", strings.Join(errs, "\n"))
 	}
-	if err := g.validate(configs); err != nil {
+	minors := definition.CatalogMinors(g.Operators)
+	var catalogs []*minorCatalog
+	for _, name := range catalogOrder {
+		for _, m := range minors[name] {
+			c := &minorCatalog{catalog: name, minor: m, cfg: &declcfg.DeclarativeConfig{}}
+			for i := range g.Operators {
+				o := &g.Operators[i]
+				if releases := o.ReleasesIn(m); o.Catalog == name && len(releases) > 0 {
+					addOperator(c.cfg, o, releases, bundles)
+				}
+			}
+			if tmpl != nil {
+				// Published bundles are pulled by OLM: keep only the CSV metadata OperatorHub
+				// shows, as `opm render --migrate-level=bundle-object-to-csv-metadata` does.
+				mig, err := migrations.NewMigrations("bundle-object-to-csv-metadata")
+				if err != nil {
+					return err
+				}
+				if err := mig.Migrate(c.cfg); err != nil {
+					return fmt.Errorf("the %s catalog of %s: %w", name, m.Index(), err)
+				}
+			}
+			catalogs = append(catalogs, c)
+		}
+	}
+	if err := g.validate(catalogs); err != nil {
 		return err
 	}
-	return g.write(configs)
+	return g.write(catalogs)
 }
 
-// addOperator adds an operator's package, channels and rendered bundles to a catalog.
-func (g *Generate) addOperator(cfg *declcfg.DeclarativeConfig, o *definition.Operator, tmpl *template.Template) error {
-	cfg.Packages = append(cfg.Packages, declcfg.Package{
-		Schema: declcfg.SchemaPackage, Name: o.Package, DefaultChannel: o.DefaultChannel,
-		Icon:        &declcfg.Icon{Data: o.IconSVG, MediaType: "image/svg+xml"},
-		Description: o.Description,
-	})
-	releases := append([]definition.Release(nil), o.Releases...)
-	sort.Slice(releases, func(i, j int) bool {
-		return semver.MustParse(releases[i].Version).LT(semver.MustParse(releases[j].Version))
-	})
-	channels := map[string]*declcfg.Channel{}
+// render renders each release's bundle directory, under the image it is published as.
+func (g *Generate) render(o *definition.Operator, tmpl *template.Template, bundles map[string]*declcfg.Bundle) error {
 	var errs []string
-	for _, r := range releases {
+	for _, r := range o.Releases {
 		csvName := o.CSVName(r.Version)
 		dir := filepath.Join(g.BundleDir, o.Package, r.Version)
 		image := ""
@@ -121,7 +147,35 @@ func (g *Generate) addOperator(cfg *declcfg.DeclarativeConfig, o *definition.Ope
 			errs = append(errs, fmt.Sprintf("%s: %s holds %s of package %s: regenerate the bundles", csvName, dir, b.Name, b.Package))
 			continue
 		}
-		cfg.Bundles = append(cfg.Bundles, *b)
+		bundles[csvName] = b
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// addOperator adds an operator's package, and the channels and bundles of the given releases, to
+// a catalog.
+func addOperator(cfg *declcfg.DeclarativeConfig, o *definition.Operator, releases []definition.Release, bundles map[string]*declcfg.Bundle) {
+	cfg.Packages = append(cfg.Packages, declcfg.Package{
+		Schema: declcfg.SchemaPackage, Name: o.Package, DefaultChannel: o.DefaultChannel,
+		Icon:        &declcfg.Icon{Data: o.IconSVG, MediaType: "image/svg+xml"},
+		Description: o.Description,
+	})
+	releases = slices.Clone(releases)
+	sort.Slice(releases, func(i, j int) bool {
+		return semver.MustParse(releases[i].Version).LT(semver.MustParse(releases[j].Version))
+	})
+	channels := map[string]*declcfg.Channel{}
+	for _, r := range releases {
+		csvName := o.CSVName(r.Version)
+		// A copy: the migration of published catalogs rewrites each catalog's bundles.
+		b := *bundles[csvName]
+		b.Properties = slices.Clone(b.Properties)
+		b.Objects = slices.Clone(b.Objects)
+		b.RelatedImages = slices.Clone(b.RelatedImages)
+		cfg.Bundles = append(cfg.Bundles, b)
 		for _, name := range r.Channels {
 			ch := channels[name]
 			if ch == nil {
@@ -140,19 +194,6 @@ func (g *Generate) addOperator(cfg *declcfg.DeclarativeConfig, o *definition.Ope
 			Entries: []declcfg.DeprecationEntry{{Reference: declcfg.PackageScopedReference{Schema: declcfg.SchemaPackage}, Message: o.Deprecation}},
 		})
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "\n"))
-	}
-	if tmpl != nil {
-		// Published bundles are pulled by OLM: keep only the CSV metadata OperatorHub shows, as
-		// `opm render --migrate-level=bundle-object-to-csv-metadata` does.
-		m, err := migrations.NewMigrations("bundle-object-to-csv-metadata")
-		if err != nil {
-			return err
-		}
-		return m.Migrate(cfg)
-	}
-	return nil
 }
 
 func bundleImage(tmpl *template.Template, pkg, name, version string) (string, error) {
@@ -166,25 +207,25 @@ func bundleImage(tmpl *template.Template, pkg, name, version string) (string, er
 	return buf.String(), nil
 }
 
-// validate checks the catalogs as `catalog validate --community` would, before anything is written.
-func (g *Generate) validate(configs map[definition.Catalog]*declcfg.DeclarativeConfig) error {
-	var community *validation.Catalog
+// validate checks each catalog as `catalog validate --community` would, the certified catalog of
+// a minor against the community catalog of the same minor, before anything is written.
+func (g *Generate) validate(catalogs []*minorCatalog) error {
+	community := map[openshift.Minor]*validation.Catalog{}
 	var failures []string
-	for _, name := range catalogOrder {
-		cfg, ok := configs[name]
-		if !ok {
-			continue
+	for _, mc := range catalogs {
+		c := validation.FromConfig(mc.cfg, mc.dir(g.OutputDir), ".json")
+		opts := validation.Options{Minor: &mc.minor}
+		if mc.catalog != definition.Community {
+			opts.Community = community[mc.minor]
 		}
-		c := validation.FromConfig(cfg, filepath.Join(g.OutputDir, string(name)), ".json")
-		opts := validation.Options{Community: community}
 		if g.BundleImage == "" {
 			opts.Bundles = &validation.BundleSource{FS: os.DirFS(g.BundleDir), Dir: g.BundleDir}
 		}
 		for _, p := range validation.Check(c, opts) {
 			failures = append(failures, p.String())
 		}
-		if name == definition.Community {
-			community = c
+		if mc.catalog == definition.Community {
+			community[mc.minor] = c
 		}
 	}
 	if len(failures) > 0 {
@@ -193,8 +234,9 @@ func (g *Generate) validate(configs map[definition.Catalog]*declcfg.DeclarativeC
 	return nil
 }
 
-// write stages every catalog and Dockerfile, then swaps each into place.
-func (g *Generate) write(configs map[definition.Catalog]*declcfg.DeclarativeConfig) error {
+// write stages every catalog tree with its Dockerfiles, then swaps each into place whole, so
+// that a minor no release declares any more leaves no catalog behind.
+func (g *Generate) write(catalogs []*minorCatalog) error {
 	if err := os.MkdirAll(g.OutputDir, 0o755); err != nil {
 		return err
 	}
@@ -203,29 +245,34 @@ func (g *Generate) write(configs map[definition.Catalog]*declcfg.DeclarativeConf
 		return err
 	}
 	defer os.RemoveAll(staging)
-	for _, name := range catalogOrder {
-		cfg, ok := configs[name]
-		if !ok {
-			continue
+	written := map[definition.Catalog]bool{}
+	for _, mc := range catalogs {
+		dir := mc.dir(staging)
+		if err := declcfg.WriteFS(*mc.cfg, dir, declcfg.WriteJSON, ".json"); err != nil {
+			return fmt.Errorf("writing the %s catalog of %s: %w", mc.catalog, mc.minor.Index(), err)
 		}
-		if err := declcfg.WriteFS(*cfg, filepath.Join(staging, string(name)), declcfg.WriteJSON, ".json"); err != nil {
-			return fmt.Errorf("writing the %s catalog: %w", name, err)
+		if err := os.WriteFile(dir+".Dockerfile", Dockerfile(mc.minor.Index(), OpmImage, OpmImage), 0o644); err != nil {
+			return err
 		}
+		written[mc.catalog] = true
 	}
 	for _, name := range catalogOrder {
-		if _, ok := configs[name]; !ok {
+		if !written[name] {
 			continue
 		}
 		dst := filepath.Join(g.OutputDir, string(name))
 		if err := fsutil.ReplaceDir(filepath.Join(staging, string(name)), dst, staging+".old-"+string(name)); err != nil {
 			return err
 		}
-		if err := fsutil.WriteFileAtomic(dst+".Dockerfile", Dockerfile(string(name), OpmImage, OpmImage), 0o644); err != nil {
+		// The single catalog of earlier releases of csi-olm had its Dockerfile here.
+		if err := os.Remove(dst + ".Dockerfile"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		cfg := configs[name]
+	}
+	for _, mc := range catalogs {
+		dst := mc.dir(g.OutputDir)
 		fmt.Fprintf(g.Out, "wrote %s (%d packages, %d channels, %d bundles) and %s.Dockerfile\n",
-			dst, len(cfg.Packages), len(cfg.Channels), len(cfg.Bundles), dst)
+			dst, len(mc.cfg.Packages), len(mc.cfg.Channels), len(mc.cfg.Bundles), dst)
 	}
 	return nil
 }

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,9 +19,11 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/mod/modfile"
 
+	"github.com/csi-olm/csi-olm/bundle/build"
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/catalog/generate"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
@@ -46,77 +51,129 @@ var update = flag.Bool("update", false, "rewrite the committed catalogs (as `mak
 
 func TestGenerateMatchesCommittedCatalogs(t *testing.T) {
 	out := t.TempDir()
+	// The single catalog's Dockerfile of earlier releases goes.
+	if err := os.WriteFile(filepath.Join(out, "certified.Dockerfile"), []byte("FROM old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := generateTo(t, out, "", drivers.All()); err != nil {
 		t.Fatal(err)
 	}
 	got := testutil.Snapshot(t, out)
-	// Each catalog directory holds only generated files; the Dockerfiles sit next to the sources.
+	// Each catalog is a tree of per-minor catalogs with their Dockerfiles, and nothing else.
 	trees := map[string]map[string]string{}
-	loose := map[string]string{}
 	for name, content := range got {
-		if top, rest, ok := strings.Cut(filepath.ToSlash(name), "/"); ok {
-			if trees[top] == nil {
-				trees[top] = map[string]string{}
-			}
-			trees[top][rest] = content
-		} else {
-			loose[name] = content
+		top, rest, ok := strings.Cut(filepath.ToSlash(name), "/")
+		if !ok {
+			t.Errorf("%s was written outside the catalog trees", name)
+			continue
 		}
+		if trees[top] == nil {
+			trees[top] = map[string]string{}
+		}
+		trees[top][rest] = content
 	}
 	const how = "run `make catalog` or `go test ./catalog/generate -update`"
 	for top, files := range trees {
 		testutil.CheckGoldenTree(t, filepath.Join("..", top), files, *update, how)
 	}
-	testutil.CheckGolden(t, "..", loose, *update, how)
-	for _, want := range []string{"community/aws-efs-operator/catalog.json", "certified/aws-efs-operator/catalog.json",
-		"certified/aws-ebs-csi-driver-operator/catalog.json", "certified/manila-csi-driver-operator/catalog.json",
-		"community.Dockerfile", "certified.Dockerfile"} {
+	for _, want := range []string{"community/v4.5/aws-efs-operator/catalog.json", "community/v4.11/aws-efs-operator/catalog.json",
+		"certified/v4.9/aws-efs-operator/catalog.json", "certified/v4.11/aws-efs-operator/catalog.json",
+		"certified/v4.5/aws-ebs-csi-driver-operator/catalog.json", "certified/v4.5/manila-csi-driver-operator/catalog.json",
+		"community/v4.5.Dockerfile", "certified/v4.11.Dockerfile"} {
 		if _, ok := got[want]; !ok {
 			t.Errorf("%s was not written", want)
 		}
 	}
+	if df := got["certified/v4.11.Dockerfile"]; !strings.Contains(df, "ADD v4.11 /configs") {
+		t.Errorf("the v4.11 Dockerfile does not build the v4.11 catalog:\n%s", df)
+	}
 }
 
-// TestCatalogsFollowTheDefinitions reads the generated catalogs back and checks every package,
-// default channel, channel entry and edge against the definitions.
+// TestCatalogsFollowTheDefinitions reads the generated catalogs back, minor by minor, and checks
+// every package, default channel, channel entry and edge against the definitions: each minor's
+// catalog holds exactly the releases whose com.redhat.openshift.versions selects it, and no
+// minor is missing or extra.
 func TestCatalogsFollowTheDefinitions(t *testing.T) {
-	for _, o := range drivers.All() {
-		cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(filepath.Join("..", string(o.Catalog))))
+	ops := drivers.All()
+	minors := d.CatalogMinors(ops)
+	for _, catalog := range []d.Catalog{d.Community, d.Certified} {
+		tr, err := tree.Open(filepath.Join("..", string(catalog)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var pkg *declcfg.Package
-		for i := range cfg.Packages {
-			if cfg.Packages[i].Name == o.Package {
-				pkg = &cfg.Packages[i]
+		if !slices.Equal(tr.Minors, minors[catalog]) {
+			t.Errorf("%s holds the minors %v, the definitions %v", catalog, tr.Minors, minors[catalog])
+		}
+		for _, m := range tr.Minors {
+			cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(tr.Path(m)))
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if pkg == nil || pkg.DefaultChannel != o.DefaultChannel {
-			t.Fatalf("%s: package %s missing or with another default channel: %+v", o.Catalog, o.Package, pkg)
-		}
-		entries := map[string]declcfg.ChannelEntry{}
-		for _, ch := range cfg.Channels {
-			for _, e := range ch.Entries {
-				if ch.Package == o.Package {
-					entries[ch.Name+"/"+e.Name] = e
+			for _, o := range ops {
+				if o.Catalog == catalog {
+					checkMinorCatalog(t, fmt.Sprintf("%s %s", catalog, m.Index()), cfg, &o, o.ReleasesIn(m))
 				}
 			}
 		}
-		for _, r := range o.Releases {
-			for _, ch := range r.Channels {
-				e, ok := entries[ch+"/"+o.CSVName(r.Version)]
-				if !ok {
-					t.Errorf("%s: %s is not in channel %s", o.Catalog, o.CSVName(r.Version), ch)
-					continue
-				}
-				if e.Replaces != r.Replaces || e.SkipRange != r.SkipRange || strings.Join(e.Skips, ",") != strings.Join(r.Skips, ",") {
-					t.Errorf("%s: entry %+v does not carry the definition's edges (replaces %q, skips %v, skipRange %q)", o.Catalog, e, r.Replaces, r.Skips, r.SkipRange)
-				}
+	}
+}
+
+func checkMinorCatalog(t *testing.T, where string, cfg *declcfg.DeclarativeConfig, o *d.Operator, releases []d.Release) {
+	t.Helper()
+	var pkg *declcfg.Package
+	for i := range cfg.Packages {
+		if cfg.Packages[i].Name == o.Package {
+			pkg = &cfg.Packages[i]
+		}
+	}
+	if len(releases) == 0 {
+		if pkg != nil {
+			t.Errorf("%s: package %s is there, but none of its releases is for this minor", where, o.Package)
+		}
+		return
+	}
+	if pkg == nil || pkg.DefaultChannel != o.DefaultChannel {
+		t.Fatalf("%s: package %s missing or with another default channel: %+v", where, o.Package, pkg)
+	}
+	entries := map[string]declcfg.ChannelEntry{}
+	for _, ch := range cfg.Channels {
+		for _, e := range ch.Entries {
+			if ch.Package == o.Package {
+				entries[ch.Name+"/"+e.Name] = e
 			}
 		}
-		if o.Deprecation != "" && (len(cfg.Deprecations) != 1 || cfg.Deprecations[0].Entries[0].Message != o.Deprecation) {
-			t.Errorf("%s: deprecation of %s missing: %+v", o.Catalog, o.Package, cfg.Deprecations)
+	}
+	maxes := map[string]string{}
+	for _, b := range cfg.Bundles {
+		for _, p := range b.Properties {
+			if p.Type == build.MaxOpenShiftVersionProperty {
+				maxes[b.Name] = strings.Trim(string(p.Value), `"`)
+			}
 		}
+	}
+	want := 0
+	for _, r := range releases {
+		name := o.CSVName(r.Version)
+		if maxes[name] != r.MaxOpenShiftVersion() {
+			t.Errorf("%s: %s has %s %q, want %q", where, name, build.MaxOpenShiftVersionProperty, maxes[name], r.MaxOpenShiftVersion())
+		}
+		for _, ch := range r.Channels {
+			want++
+			e, ok := entries[ch+"/"+name]
+			if !ok {
+				t.Errorf("%s: %s is not in channel %s", where, name, ch)
+				continue
+			}
+			if e.Replaces != r.Replaces || e.SkipRange != r.SkipRange || strings.Join(e.Skips, ",") != strings.Join(r.Skips, ",") {
+				t.Errorf("%s: entry %+v does not carry the definition's edges (replaces %q, skips %v, skipRange %q)", where, e, r.Replaces, r.Skips, r.SkipRange)
+			}
+		}
+	}
+	if len(entries) != want {
+		t.Errorf("%s: package %s has %d channel entries, the minor's releases %d: %v", where, o.Package, len(entries), want, slices.Sorted(maps.Keys(entries)))
+	}
+	if o.Deprecation != "" && (len(cfg.Deprecations) != 1 || cfg.Deprecations[0].Entries[0].Message != o.Deprecation) {
+		t.Errorf("%s: deprecation of %s missing: %+v", where, o.Package, cfg.Deprecations)
 	}
 }
 
@@ -154,15 +211,15 @@ func bundleJSON(t *testing.T, b declcfg.Bundle) string {
 func TestDockerfileMatchesOpm(t *testing.T) {
 	opm := testutil.Opm(t)
 	root := t.TempDir()
-	if err := os.Mkdir(filepath.Join(root, "certified"), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(root, "v4.11"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run(t, opm, "generate", "dockerfile", filepath.Join(root, "certified"), "-i", generate.OpmImage, "-b", generate.OpmImage)
-	want, err := os.ReadFile(filepath.Join(root, "certified.Dockerfile"))
+	run(t, opm, "generate", "dockerfile", filepath.Join(root, "v4.11"), "-i", generate.OpmImage, "-b", generate.OpmImage)
+	want, err := os.ReadFile(filepath.Join(root, "v4.11.Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := generate.Dockerfile("certified", generate.OpmImage, generate.OpmImage); !bytes.Equal(got, want) {
+	if got := generate.Dockerfile("v4.11", generate.OpmImage, generate.OpmImage); !bytes.Equal(got, want) {
 		t.Errorf("Dockerfile differs from opm's:\n--- opm\n%s\n--- ours\n%s", want, got)
 	}
 }
@@ -194,14 +251,14 @@ func TestOpmValidatesBothModes(t *testing.T) {
 	if err := generateTo(t, published, "registry.example/{{.Package}}-bundle:v{{.Version}}", drivers.All()); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{"../community", "../certified", filepath.Join(published, "community"), filepath.Join(published, "certified")} {
-		run(t, opm, "validate", dir)
+	for _, root := range []string{"..", published} {
+		for catalog, minors := range d.CatalogMinors(drivers.All()) {
+			for _, m := range minors {
+				run(t, opm, "validate", tree.Path(filepath.Join(root, string(catalog)), m))
+			}
+		}
 	}
-	cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(filepath.Join(published, "certified")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range cfg.Bundles {
+	for _, b := range loadBundles(t, filepath.Join(published, "certified")) {
 		props, err := property.Parse(b.Properties)
 		if err != nil {
 			t.Fatal(err)
@@ -210,16 +267,33 @@ func TestOpmValidatesBothModes(t *testing.T) {
 			t.Errorf("published bundle %s: image %q, %d embedded objects, %d csv metadata", b.Name, b.Image, len(props.BundleObjects), len(props.CSVMetadatas))
 		}
 	}
-	offline, err := declcfg.LoadFS(context.Background(), os.DirFS("../certified"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range offline.Bundles {
+	for _, b := range loadBundles(t, "../certified") {
 		props, _ := property.Parse(b.Properties)
 		if b.Image != "" || len(props.BundleObjects) == 0 {
 			t.Errorf("offline bundle %s: image %q, %d embedded objects", b.Name, b.Image, len(props.BundleObjects))
 		}
 	}
+}
+
+// loadBundles reads the bundles of every minor's catalog of a tree.
+func loadBundles(t *testing.T, root string) []declcfg.Bundle {
+	t.Helper()
+	tr, err := tree.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []declcfg.Bundle
+	for _, m := range tr.Minors {
+		cfg, err := declcfg.LoadFS(context.Background(), os.DirFS(tr.Path(m)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, cfg.Bundles...)
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s holds no bundle", root)
+	}
+	return out
 }
 
 // Bad input writes nothing: the output directory keeps exactly what it had.

@@ -6,14 +6,18 @@ import (
 
 	d "github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
-// TestServedCatalogsAnswerAsDefined serves each catalog with the real opm and asks it, over
-// operator-registry's gRPC registry API, for its packages and channel heads.
+// TestServedCatalogsAnswerAsDefined serves each minor's catalog with the real opm and asks it,
+// over operator-registry's gRPC registry API, for its packages and channel heads.
 func TestServedCatalogsAnswerAsDefined(t *testing.T) {
 	opm := testutil.Opm(t)
-	for _, catalog := range []d.Catalog{d.Community, d.Certified} {
-		testutil.CheckServedCatalog(t, testutil.ServeCatalog(t, opm, filepath.Join("..", string(catalog))), catalog, drivers.All())
+	for catalog, minors := range d.CatalogMinors(drivers.All()) {
+		for _, m := range minors {
+			dir := tree.Path(filepath.Join("..", string(catalog)), m)
+			testutil.CheckServedCatalog(t, testutil.ServeCatalog(t, opm, dir), catalog, m, drivers.All())
+		}
 	}
 }

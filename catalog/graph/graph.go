@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
 	"github.com/csi-olm/csi-olm/internal/option"
@@ -21,7 +22,7 @@ var Formats = []string{"dot", "mermaid", "svg", "png"}
 
 var extensions = map[string]string{"dot": ".dot", "mermaid": ".mmd", "svg": ".svg", "png": ".png"}
 
-// Graph draws the upgrade graphs of a catalog.
+// Graph draws the upgrade graphs of a catalog, or of each catalog of a tree of per-minor catalogs.
 type Graph struct {
 	Dir       string
 	Community string
@@ -42,17 +43,24 @@ func (g *Graph) Run(ctx context.Context) error {
 			return fmt.Errorf("unknown format %q: use %s", f, strings.Join(Formats, ", "))
 		}
 	}
-	cfg, err := loadValid(ctx, g.Dir)
+	catalogs, err := tree.Catalogs(g.Dir, g.Community)
 	if err != nil {
 		return err
 	}
-	var community *index.Catalog
-	if g.Community != "" {
-		if community, err = loadValid(ctx, g.Community); err != nil {
+	var graphs []Package
+	for _, c := range catalogs {
+		cfg, err := loadValid(ctx, c.Dir)
+		if err != nil {
 			return err
 		}
+		var community *index.Catalog
+		if c.Community != "" {
+			if community, err = loadValid(ctx, c.Community); err != nil {
+				return err
+			}
+		}
+		graphs = append(graphs, Build(c.Name, cfg, community)...)
 	}
-	graphs := Build(filepath.Base(filepath.Clean(g.Dir)), cfg, community)
 	if g.Package != "" {
 		var only []Package
 		for _, p := range graphs {

@@ -24,37 +24,50 @@ func draw(t *testing.T, formats []string, args ...string) (string, string, error
 	return out, log.String(), g.Run(context.Background())
 }
 
-// TestCertifiedEFSGraph draws the certified EFS package with the community catalog and checks the
-// edges the source switch relies on, in both text formats.
+// TestCertifiedEFSGraph draws the certified EFS package of the newest minor with the community
+// catalog of that minor, and checks the edges the source switch relies on, in both text formats.
 func TestCertifiedEFSGraph(t *testing.T) {
-	out, _, err := draw(t, []string{"dot", "mermaid"}, "../certified", "../community")
+	out, _, err := draw(t, []string{"dot", "mermaid"}, "../certified/v4.11", "../community/v4.11")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dot, err := os.ReadFile(filepath.Join(out, "certified-aws-efs-operator.dot"))
+	dot, err := os.ReadFile(filepath.Join(out, "certified-v4.11-aws-efs-operator.dot"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		`"stable/aws-efs-csi-driver-operator.v4.11.0" [label="4.11.0\nhead", style="rounded,bold"`,
 		`"foreign/aws-efs-operator.v0.0.8" [label="community 0.0.8", style="rounded,dashed"]`,
-		`"foreign/aws-efs-operator.v0.0.8" -> "stable/aws-efs-csi-driver-operator.v4.10.0" [label="replaces", style=solid]`,
 		`"foreign/aws-efs-operator.v0.0.6" -> "stable/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange", style=dotted]`,
-		`"stable/aws-efs-csi-driver-operator.v4.10.0" -> "stable/aws-efs-csi-driver-operator.v4.11.0" [label="replaces", style=solid]`,
+		`"foreign/aws-efs-operator.v0.0.8" -> "4.11/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange", style=dotted]`,
 		`label="channel stable (default)"`,
-		`label="channel preview"`,
+		`label="channel 4.11"`,
 	} {
 		if !strings.Contains(string(dot), want) {
 			t.Errorf("DOT lacks %s:\n%s", want, dot)
 		}
 	}
-	mmd, err := os.ReadFile(filepath.Join(out, "certified-aws-efs-operator.mmd"))
+	mmd, err := os.ReadFile(filepath.Join(out, "certified-v4.11-aws-efs-operator.mmd"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"flowchart LR", `["4.11.0 (head)"]:::head`, `["community 0.0.7"]:::foreign`, "-.->|skipRange|", "-->|replaces|"} {
+	for _, want := range []string{"flowchart LR", `["4.11.0 (head)"]:::head`, `["community 0.0.7"]:::foreign`, "-.->|skipRange|"} {
 		if !strings.Contains(string(mmd), want) {
 			t.Errorf("Mermaid lacks %s:\n%s", want, mmd)
+		}
+	}
+}
+
+// A tree of per-minor catalogs is drawn minor by minor, each file named after its minor.
+func TestTreeIsDrawnPerMinor(t *testing.T) {
+	out, _, err := draw(t, []string{"mermaid"}, "../community")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"v4.5", "v4.9", "v4.11"} {
+		mmd, err := os.ReadFile(filepath.Join(out, "community-"+m+"-aws-efs-operator.mmd"))
+		if err != nil || !strings.Contains(string(mmd), "-->|replaces|") || !strings.Contains(string(mmd), "title: community-"+m+" aws-efs-operator") {
+			t.Errorf("community %s: %v\n%s", m, err, mmd)
 		}
 	}
 }

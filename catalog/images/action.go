@@ -10,6 +10,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -23,9 +24,10 @@ const (
 // Formats lists the output formats.
 var Formats = []string{FormatList, FormatIDMS, FormatImageSet}
 
-// Images is `csi-olm catalog images`: it prints what a mirroring tool needs to copy a catalog.
+// Images is `csi-olm catalog images`: it prints what a mirroring tool needs to copy a catalog,
+// or every catalog of a tree of per-minor catalogs.
 type Images struct {
-	// Catalog is the catalog directory.
+	// Catalog is the catalog directory, or a tree of per-minor catalogs (catalog/tree).
 	Catalog string
 	Format  string
 	// Mirror is the registry an ImageDigestMirrorSet redirects to.
@@ -45,9 +47,9 @@ func (a *Images) Run(ctx context.Context) error {
 	case a.Format == FormatImageSet && a.CatalogImage == "":
 		return option.Errorf("CatalogImage", "the imageset format needs the image the catalog is published in")
 	}
-	cfg, err := declcfg.LoadFS(ctx, os.DirFS(a.Catalog))
+	cfg, err := a.load(ctx)
 	if err != nil {
-		return fmt.Errorf("load the catalog %s: %w", a.Catalog, err)
+		return err
 	}
 	list := List(cfg)
 	var out []byte
@@ -75,4 +77,32 @@ func (a *Images) Run(ctx context.Context) error {
 	}
 	_, err = a.Out.Write(out)
 	return err
+}
+
+// load reads the catalog, or the bundles of every minor's catalog of a tree: a mirror of the
+// tree carries the images of them all.
+func (a *Images) load(ctx context.Context) (*declcfg.DeclarativeConfig, error) {
+	if !tree.IsTree(a.Catalog) {
+		cfg, err := declcfg.LoadFS(ctx, os.DirFS(a.Catalog))
+		if err != nil {
+			return nil, fmt.Errorf("load the catalog %s: %w", a.Catalog, err)
+		}
+		return cfg, nil
+	}
+	if a.Format == FormatImageSet {
+		return nil, fmt.Errorf("catalog %s is a tree of per-minor catalogs, each published in its own image: give the catalog of the minor the catalog image holds", a.Catalog)
+	}
+	t, err := tree.Open(a.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	all := &declcfg.DeclarativeConfig{}
+	for _, m := range t.Minors {
+		cfg, err := declcfg.LoadFS(ctx, os.DirFS(t.Path(m)))
+		if err != nil {
+			return nil, fmt.Errorf("load the catalog %s: %w", t.Path(m), err)
+		}
+		all.Bundles = append(all.Bundles, cfg.Bundles...)
+	}
+	return all, nil
 }

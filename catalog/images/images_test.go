@@ -103,16 +103,18 @@ mirror:
 	}
 }
 
-// TestImagesOnTheCommittedCatalog runs the verb's action on the development catalog, whose
-// images are release tags: it lists them, and refuses an ImageDigestMirrorSet.
+// TestImagesOnTheCommittedCatalog runs the verb's action on the development catalogs, whose
+// images are release tags: it lists those of every minor, and refuses an ImageDigestMirrorSet.
 func TestImagesOnTheCommittedCatalog(t *testing.T) {
 	var out bytes.Buffer
 	a := images.Images{Catalog: "../certified", Format: images.FormatList, Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0\n") {
-		t.Errorf("the list lacks the operator image:\n%s", out.String())
+	for _, want := range []string{"quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0\n", "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.9.0\n", "quay.io/openshift/origin-csi-livenessprobe:4.10\n"} {
+		if strings.Count(out.String(), want) != 1 {
+			t.Errorf("the list of the tree lacks %q, or has it twice:\n%s", want, out.String())
+		}
 	}
 	a = images.Images{Catalog: "../certified", Format: images.FormatIDMS, Mirror: "mirror.example", Out: &out}
 	if err := a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0 (aws-efs-csi-driver-operator.v4.11.0: ") {
@@ -121,6 +123,7 @@ func TestImagesOnTheCommittedCatalog(t *testing.T) {
 	for _, bad := range []images.Images{
 		{Catalog: "../certified", Format: images.FormatIDMS},
 		{Catalog: "../certified", Format: images.FormatImageSet},
+		{Catalog: "../certified", Format: images.FormatImageSet, CatalogImage: "quay.io/csi-olm/certified-catalog:v4.11"},
 		{Catalog: "../certified", Format: "csv"},
 		{Catalog: "../nowhere", Format: images.FormatList},
 	} {

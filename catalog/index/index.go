@@ -13,6 +13,7 @@ package index
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
@@ -417,4 +419,62 @@ func (b *Bundle) Provides() []property.GVK {
 		}
 	}
 	return out
+}
+
+// OpenShiftLimits are what a bundle says about the clusters it runs on: its
+// olm.maxOpenShiftVersion and its CSV's minKubeVersion, nil when it sets none.
+type OpenShiftLimits struct {
+	Max     *openshift.Minor
+	MinKube *semver.Version
+	// Err says why a max version the bundle sets cannot be read, as OLM says it: OLM then
+	// reports the cluster not upgradeable.
+	Err error
+}
+
+// Limits reads the bundle's OpenShiftLimits. minKubeVersion comes from the CSV metadata of a
+// published catalog (olm.csv.metadata) or the CSV an offline one embeds (olm.bundle.object),
+// decoding only that field.
+func Limits(b *declcfg.Bundle) OpenShiftLimits {
+	var l OpenShiftLimits
+	var maxes []string
+	minKube := ""
+	for _, p := range b.Properties {
+		switch p.Type {
+		case openshift.MaxVersionProperty:
+			maxes = append(maxes, string(p.Value))
+		case property.TypeCSVMetadata:
+			var m struct {
+				MinKubeVersion string `json:"minKubeVersion"`
+			}
+			if json.Unmarshal(p.Value, &m) == nil {
+				minKube = m.MinKubeVersion
+			}
+		}
+	}
+	switch len(maxes) {
+	case 0:
+	case 1:
+		if m, err := openshift.ParseMaxVersion(maxes[0]); err != nil {
+			l.Err = err
+		} else {
+			l.Max = &m
+		}
+	default:
+		l.Err = fmt.Errorf("defining more than one %q property is not allowed", openshift.MaxVersionProperty)
+	}
+	if minKube == "" && len(b.CsvJSON) > 0 {
+		var csv struct {
+			Spec struct {
+				MinKubeVersion string `json:"minKubeVersion"`
+			} `json:"spec"`
+		}
+		if json.Unmarshal([]byte(b.CsvJSON), &csv) == nil {
+			minKube = csv.Spec.MinKubeVersion
+		}
+	}
+	// OLM parses minKubeVersion tolerantly too (a leading v, a missing patch).
+	if v, err := semver.ParseTolerant(minKube); minKube != "" && err == nil {
+		l.MinKube = &v
+	}
+	return l
 }

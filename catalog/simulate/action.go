@@ -13,7 +13,9 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -23,11 +25,15 @@ var Formats = []string{"text", "yaml", "json", "dot", "mermaid", "svg", "png"}
 // Simulate is the verb: it predicts OLM's path from one installed CSV, from every start the
 // catalog offers, or from every Subscription of a cluster.
 type Simulate struct {
-	// Catalog is the catalog the Subscription's source serves: a directory or a catalog image.
+	// Catalog is the catalog the Subscription's source serves: a directory or a catalog image,
+	// or a tree of per-minor catalogs (catalog/tree), of which the catalog of Minor is read.
 	Catalog string
 	// InstalledFrom is the catalog the installed CSV came from, when another: the community ->
-	// certified source switch.
+	// certified source switch. A tree is read at Minor too.
 	InstalledFrom string
+	// Minor is the OpenShift minor ("4.11" or "v4.11") whose catalogs a tree gives; empty with
+	// FromCluster reads the cluster's.
+	Minor string
 	// Environment is what else the cluster has: catalogs providing dependencies, installed
 	// operators.
 	Environment Environment
@@ -97,14 +103,18 @@ func (a *Simulate) Run(ctx context.Context) error {
 	if modes != 1 {
 		return ErrOneStart
 	}
-	tc, err := Open(ctx, a.Catalog)
+	catalog, installedFrom, err := a.minorCatalogs(ctx)
+	if err != nil {
+		return err
+	}
+	tc, err := Open(ctx, catalog)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
 	opened := []*Opened{tc}
-	if a.InstalledFrom != "" {
-		fc, err := Open(ctx, a.InstalledFrom)
+	if installedFrom != "" {
+		fc, err := Open(ctx, installedFrom)
 		if err != nil {
 			return err
 		}
@@ -158,6 +168,55 @@ func (a *Simulate) Run(ctx context.Context) error {
 		return &UnresolvableError{Unresolvable: unresolvable, Starts: len(paths)}
 	}
 	return nil
+}
+
+// minorCatalogs are the catalogs to read: Catalog and InstalledFrom as given, or of a tree of
+// per-minor catalogs, the catalog of the minor asked for, or the cluster's.
+func (a *Simulate) minorCatalogs(ctx context.Context) (catalog, installedFrom string, err error) {
+	catalog, installedFrom = a.Catalog, a.InstalledFrom
+	trees := tree.IsTree(catalog) || tree.IsTree(installedFrom)
+	if a.Minor == "" && !(trees && a.FromCluster) {
+		return catalog, installedFrom, nil
+	}
+	var m openshift.Minor
+	switch {
+	case a.Minor != "":
+		if m, err = openshift.ParseMinor(a.Minor); err != nil {
+			return "", "", &option.Error{Field: "Minor", Err: err}
+		}
+	default:
+		cfg, err := a.Cluster.RESTConfig()
+		if err != nil {
+			return "", "", err
+		}
+		if m, err = kube.ClusterMinor(ctx, cfg); err != nil {
+			return "", "", option.Errorf("Minor", "the catalogs are trees of per-minor catalogs, and the cluster's minor cannot be read: %w", err)
+		}
+	}
+	at := func(dir string) (string, error) {
+		if dir == "" || !tree.IsTree(dir) {
+			return dir, nil
+		}
+		t, err := tree.Open(dir)
+		if err != nil {
+			return "", err
+		}
+		if !t.Has(m) {
+			names := make([]string, len(t.Minors))
+			for i, have := range t.Minors {
+				names[i] = have.Index()
+			}
+			return "", fmt.Errorf("catalog tree %s has no catalog for OpenShift %s (minors: %s)", dir, m, strings.Join(names, ", "))
+		}
+		return t.Path(m), nil
+	}
+	if catalog, err = at(catalog); err != nil {
+		return "", "", err
+	}
+	if installedFrom, err = at(installedFrom); err != nil {
+		return "", "", err
+	}
+	return catalog, installedFrom, nil
 }
 
 // v0Options refuses what only a ClusterExtension has, and takes the Subscription's channel from

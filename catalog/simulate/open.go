@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/operator-registry/pkg/containertools"
+
+	"github.com/csi-olm/csi-olm/catalog/tree"
 )
 
 // Opened is a catalog read from a directory or from a catalog image.
@@ -27,14 +29,22 @@ type Opened struct {
 }
 
 // Open reads a catalog as opm render does: an existing directory as it is, else a catalog image,
-// pulled and unpacked from the directory its configs label names. The catalog's
-// name is the directory's base name, or the image repository's last path element.
+// pulled and unpacked from the directory its configs label names. The catalog's name is the
+// directory's (tree.NameOf), or the image repository's last path element.
 func Open(ctx context.Context, arg string, opts ...remote.Option) (*Opened, error) {
 	if st, err := os.Stat(arg); err == nil {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("catalog %s: not a directory", arg)
 		}
-		return &Opened{Catalog: Catalog{Name: filepath.Base(filepath.Clean(arg)), Dir: arg, FS: os.DirFS(arg)}, Close: func() {}}, nil
+		if t, err := tree.Open(arg); err == nil {
+			names := make([]string, len(t.Minors))
+			for i, m := range t.Minors {
+				names[i] = m.Index()
+			}
+			return nil, fmt.Errorf("catalog %s is a tree of per-minor catalogs (%s): give the catalog of one minor, such as %s",
+				arg, strings.Join(names, ", "), t.Path(t.Minors[len(t.Minors)-1]))
+		}
+		return &Opened{Catalog: Catalog{Name: tree.NameOf(arg), Dir: arg, FS: os.DirFS(arg)}, Close: func() {}}, nil
 	}
 	// Only a reference that names its registry is pulled: a mistyped directory must not become a
 	// pull from Docker Hub.

@@ -49,7 +49,7 @@ func pushCatalog(t *testing.T, dir string, cfg build.Config) string {
 
 func TestOpenCatalogImage(t *testing.T) {
 	ctx := context.Background()
-	ref := pushCatalog(t, "../certified", build.CatalogConfig(v1.Platform{OS: "linux", Architecture: "amd64"}))
+	ref := pushCatalog(t, "../certified/v4.11", build.CatalogConfig(v1.Platform{OS: "linux", Architecture: "amd64"}))
 	img, err := simulate.Open(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +58,12 @@ func TestOpenCatalogImage(t *testing.T) {
 	if img.Name != "certified" || img.Dir != ref {
 		t.Errorf("opened as %q from %q, want certified from %s", img.Name, img.Dir, ref)
 	}
-	community, err := simulate.Open(ctx, "../community")
+	community, err := simulate.Open(ctx, "../community/v4.11")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := newSimulator(t, img.Catalog, community.Catalog)
-	p, err := s.Simulate(ctx, "certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "community"})
+	p, err := s.Simulate(ctx, "certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "community-v4.11"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,12 +75,13 @@ func TestOpenCatalogImage(t *testing.T) {
 func TestOpenRefuses(t *testing.T) {
 	ctx := context.Background()
 	// An image without the configs label is no catalog image.
-	unlabelled := pushCatalog(t, "../certified", build.Config{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}})
+	unlabelled := pushCatalog(t, "../certified/v4.11", build.Config{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}})
 	for arg, want := range map[string]string{
 		unlabelled:                   "has no operators.operatorframework.io.index.configs.v1 label",
 		"/nonexistent/catalog":       "catalog /nonexistent/catalog: no such directory, and not an image reference",
 		"catalog/certifie":           "catalog catalog/certifie: no such directory, and not an image reference",
 		"simulate_test.go":           "catalog simulate_test.go: not a directory",
+		"../certified":               "catalog ../certified is a tree of per-minor catalogs (v4.5, v4.9, v4.10, v4.11): give the catalog of one minor, such as ../certified/v4.11",
 		"127.0.0.1:1/csi-olm/none:x": "no such directory, and pulling it as an image failed",
 	} {
 		if _, err := simulate.Open(ctx, arg); err == nil || !strings.Contains(err.Error(), want) {

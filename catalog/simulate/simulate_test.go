@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/internal/option"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
@@ -54,10 +55,12 @@ func route(p *simulate.Path) string {
 // The expected routes follow OLM's rules as the package doc states them; TestSimulateMatchesOLM
 // in test/e2e checks the same starts against OLM itself.
 func TestSimulate(t *testing.T) {
-	certified, community := dirCatalog("certified", "../certified"), dirCatalog("community", "../community")
-	syn := synthetic(t)
-	s := newSimulator(t, certified, community, syn)
-	ebs, efs, manila := "aws-ebs-csi-driver-operator", "aws-efs-operator", "manila-csi-driver-operator"
+	// The newest minor's catalogs, and the older minors' certified ones that clusters upgrading
+	// to it installed from.
+	s := newSimulator(t, dirCatalog("certified", "../certified/v4.11"), dirCatalog("community", "../community/v4.11"),
+		dirCatalog("certified-v4.10", "../certified/v4.10"), dirCatalog("certified-v4.9", "../certified/v4.9"),
+		dirCatalog("certified-v4.5", "../certified/v4.5"), synthetic(t))
+	ebs, manila := "aws-ebs-csi-driver-operator", "manila-csi-driver-operator"
 	for _, tc := range []struct {
 		catalog  string
 		start    simulate.Start
@@ -67,15 +70,14 @@ func TestSimulate(t *testing.T) {
 	}{
 		{catalog: "community", start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, route: "0.0.6 -replaces-> 0.0.7 -replaces-> 0.0.8"},
 		{catalog: "community", start: simulate.Start{CSV: "aws-efs-operator.v0.0.8"}, route: "0.0.8"},
-		// The source switch: every community version goes straight to the certified head.
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "community"}, route: "0.0.6 -skipRange-> 4.11.0",
-			passed: []string{"aws-efs-csi-driver-operator.v4.10.0: further from the head"}},
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.8", InstalledFrom: "community"}, route: "0.0.8 -skipRange-> 4.11.0",
-			passed: []string{"aws-efs-csi-driver-operator.v4.10.0: further from the head"}},
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0", Package: efs}, route: "4.10.0 -replaces-> 4.11.0"},
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.9.0", Channel: "preview"}, route: "4.9.0"},
-		{catalog: "certified", start: simulate.Start{CSV: "aws-ebs-csi-driver-operator.v4.5.0", Package: ebs}, route: "4.5.0"},
-		{catalog: "certified", start: simulate.Start{CSV: "manila-csi-driver-operator.v4.5.0", Package: manila}, route: "4.5.0"},
+		// The source switch: every community version goes straight to the minor's release.
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "community"}, route: "0.0.6 -skipRange-> 4.11.0"},
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.8", InstalledFrom: "community"}, route: "0.0.8 -skipRange-> 4.11.0"},
+		// A cluster upgraded from 4.10, its catalog now 4.11's: the release of 4.10 goes to 4.11's.
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0", InstalledFrom: "certified-v4.10"}, route: "4.10.0 -skipRange-> 4.11.0"},
+		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.9.0", InstalledFrom: "certified-v4.9"}, route: "4.9.0 -skipRange-> 4.11.0"},
+		{catalog: "certified-v4.5", start: simulate.Start{CSV: "aws-ebs-csi-driver-operator.v4.5.0", Package: ebs}, route: "4.5.0"},
+		{catalog: "certified-v4.5", start: simulate.Start{CSV: "manila-csi-driver-operator.v4.5.0", Package: manila}, route: "4.5.0"},
 
 		// skipRange overlapping replaces: the candidate nearest the head wins, whatever the field.
 		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skiprange-overlap.v1.0.0"}, route: "1.0.0 -skipRange-> 1.2.0 -replaces-> 1.3.0",
@@ -123,7 +125,7 @@ func TestSimulate(t *testing.T) {
 }
 
 func TestSimulateReportsDeprecations(t *testing.T) {
-	s := newSimulator(t, dirCatalog("community", "../community"), synthetic(t))
+	s := newSimulator(t, dirCatalog("community", "../community/v4.11"), synthetic(t))
 	p, err := s.Simulate(context.Background(), "community", simulate.Start{CSV: "aws-efs-operator.v0.0.7"})
 	if err != nil {
 		t.Fatal(err)
@@ -142,16 +144,16 @@ func TestSimulateReportsDeprecations(t *testing.T) {
 }
 
 func TestSimulateRefusesBadStarts(t *testing.T) {
-	s := newSimulator(t, dirCatalog("certified", "../certified"), dirCatalog("community", "../community"))
+	s := newSimulator(t, dirCatalog("certified", "../certified/v4.11"), dirCatalog("community", "../community/v4.11"))
 	for _, tc := range []struct {
 		target string
 		start  simulate.Start
 		want   string
 	}{
-		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified`},
+		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified/v4.11`},
 		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "nowhere"}, `no catalog named "nowhere"`},
-		{"certified", simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0", Channel: "fast"}, `package "aws-efs-operator" of catalog ../certified has no channel "fast" (channels: preview, stable)`},
-		{"certified", simulate.Start{CSV: "x.v1", Package: "absent"}, `package "absent" is not in catalog ../certified`},
+		{"certified", simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0", Channel: "fast"}, `package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.11, stable)`},
+		{"certified", simulate.Start{CSV: "x.v1", Package: "absent"}, `package "absent" is not in catalog ../certified/v4.11`},
 		{"elsewhere", simulate.Start{CSV: "x.v1"}, `no catalog named "elsewhere"`},
 	} {
 		_, err := s.Simulate(context.Background(), tc.target, tc.start)
@@ -207,7 +209,7 @@ func TestSimulateConcurrently(t *testing.T) {
 
 func TestPictureMarksThePath(t *testing.T) {
 	var out bytes.Buffer
-	a := &simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
+	a := &simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -230,10 +232,10 @@ func TestSimulateVerbRefusesBadFlags(t *testing.T) {
 		a    simulate.Simulate
 		want string
 	}{
-		{simulate.Simulate{Catalog: "../certified", Output: "text"}, simulate.ErrOneStart.Error()},
-		{simulate.Simulate{Catalog: "../certified", All: true, Start: simulate.Start{CSV: "x"}, Output: "text"}, simulate.ErrOneStart.Error()},
-		{simulate.Simulate{Catalog: "../certified", All: true, Output: "html"}, `unknown output "html": use text, yaml, json, dot, mermaid, svg, png`},
-		{simulate.Simulate{Catalog: "../certified", All: true, Output: "dot"}, "a picture shows one path and there are 5: start from one installed CSV"},
+		{simulate.Simulate{Catalog: "../certified/v4.11", Output: "text"}, simulate.ErrOneStart.Error()},
+		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Start: simulate.Start{CSV: "x"}, Output: "text"}, simulate.ErrOneStart.Error()},
+		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Output: "html"}, `unknown output "html": use text, yaml, json, dot, mermaid, svg, png`},
+		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Output: "dot"}, "a picture shows one path and there are 2: start from one installed CSV"},
 	} {
 		var out bytes.Buffer
 		tc.a.Out = &out
@@ -350,5 +352,38 @@ func TestSimulateInstallsDependencies(t *testing.T) {
 	}
 	if p.Result != simulate.Unresolvable || p.ResolutionFailed == nil || !strings.Contains(p.ResolutionFailed.Message, needs) {
 		t.Errorf("alone from 1.1.0: result %s, %+v: want OLM's ResolutionFailed naming the dependency", p.Result, p.ResolutionFailed)
+	}
+}
+
+// A tree of per-minor catalogs is read at the minor asked for, the installed-from tree too.
+func TestSimulateReadsATreeAtItsMinor(t *testing.T) {
+	var out bytes.Buffer
+	a := &simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", Minor: "v4.10", All: true, Output: "text", Out: &out}
+	if err := a.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"certified-v4.10: package aws-efs-operator, channel stable (head aws-efs-csi-driver-operator.v4.10.0)",
+		"installed  aws-efs-operator.v0.0.8 (0.0.8, from community-v4.10)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, tc := range []struct {
+		a     simulate.Simulate
+		field string
+		want  string
+	}{
+		{simulate.Simulate{Catalog: "../certified", Minor: "4.12", All: true}, "", "catalog tree ../certified has no catalog for OpenShift 4.12 (minors: v4.5, v4.9, v4.10, v4.11)"},
+		{simulate.Simulate{Catalog: "../certified", Minor: "4.x", All: true}, "Minor", `"4.x" is not an OpenShift minor`},
+		{simulate.Simulate{Catalog: "../certified", All: true}, "", "is a tree of per-minor catalogs (v4.5, v4.9, v4.10, v4.11): give the catalog of one minor"},
+	} {
+		tc.a.Output, tc.a.Out = "text", &bytes.Buffer{}
+		err := tc.a.Run(context.Background())
+		var oe *option.Error
+		if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.field != "") != (errors.As(err, &oe) && oe.Field == tc.field) {
+			t.Errorf("%+v: %v, want an error about %q saying %q", tc.a, err, tc.field, tc.want)
+		}
 	}
 }

@@ -44,7 +44,11 @@ func (a *Simulate) runV1(ctx context.Context) error {
 	if modes != 1 {
 		return ErrOneStart
 	}
-	tc, err := Open(ctx, a.Catalog)
+	catalog, installedFrom, err := a.minorCatalogs(ctx)
+	if err != nil {
+		return err
+	}
+	tc, err := Open(ctx, catalog)
 	if err != nil {
 		return err
 	}
@@ -60,8 +64,8 @@ func (a *Simulate) runV1(ctx context.Context) error {
 	}
 	// The installed bundles come from the target catalog, or from InstalledFrom's.
 	from, fromIdx, fromDir := tc.Name, r.Index(tc.Name), tc.Dir
-	if a.InstalledFrom != "" {
-		fc, err := Open(ctx, a.InstalledFrom)
+	if installedFrom != "" {
+		fc, err := Open(ctx, installedFrom)
 		if err != nil {
 			return err
 		}

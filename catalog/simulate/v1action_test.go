@@ -50,44 +50,44 @@ func checkRoutes(t *testing.T, paths []simulate.V1Path, want []string) {
 	}
 }
 
-// The committed catalogs under operator-controller's rule. Unlike OLM v0, a ClusterExtension
-// that names no channel follows every channel's edges: preview's 4.9.0 reaches stable's head
-// through its skipRange.
+// The committed catalogs under operator-controller's rule: each minor's catalog, and a cluster
+// upgraded to the next minor whose ClusterCatalog now serves that minor's catalog.
 func TestSimulateV1CommittedCatalogs(t *testing.T) {
 	const ebs, efs, manila = "aws-ebs-csi-driver-operator", "aws-efs-operator", "manila-csi-driver-operator"
 	t.Run("certified", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified", All: true})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRoutes(t, paths, []string{
+			efs + " - -install-> 4.11.0: head",
+			efs + " 4.11.0: head",
+		})
+	})
+	t.Run("certified 4.5", func(t *testing.T) {
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.5", All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRoutes(t, paths, []string{
 			ebs + " - -install-> 4.5.0: head",
 			ebs + " 4.5.0: head",
-			efs + " - -install-> 4.11.0: head",
-			efs + " 4.9.0 -skipRange-> 4.11.0: head",
-			efs + " 4.10.0 -replaces-> 4.11.0: head",
-			efs + " 4.11.0: head",
 			manila + " - -install-> 4.5.0: head",
 			manila + " 4.5.0: head",
 		})
-		if st := paths[3].Steps[0]; st.Channel != "stable" || st.SkipRange != ">=0.0.6 <4.11.0" || len(st.Passed) != 1 || st.Passed[0].Bundle != "aws-efs-csi-driver-operator.v4.10.0" {
-			t.Errorf("4.9.0's step %+v: want stable's skipRange, 4.10.0 passed over as lower", st)
-		}
 	})
-	t.Run("certified, preview only", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified", All: true, Channels: []string{"preview"}})
+	t.Run("cluster upgraded from 4.10", func(t *testing.T) {
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../certified/v4.10", All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkRoutes(t, paths, []string{
-			ebs + " - -install-> 4.5.0: head",
-			ebs + " 4.5.0: head",
-			efs + " - -install-> 4.9.0: head",
-			efs + " 4.9.0: head",
-		})
+		checkRoutes(t, paths, []string{efs + " 4.10.0 -skipRange-> 4.11.0: head"})
+		if st := paths[0].Steps[0]; st.SkipRange != ">=0.0.6 <4.11.0" {
+			t.Errorf("4.10.0's step %+v: want the skipRange of 4.11.0", st)
+		}
 	})
 	t.Run("community", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../community", All: true})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../community/v4.11", All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -104,7 +104,7 @@ func TestSimulateV1CommittedCatalogs(t *testing.T) {
 	// The community -> certified move: the community ClusterCatalog replaced by the certified
 	// one, every community version goes straight to the certified head.
 	t.Run("community to certified", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", All: true})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,59 +113,58 @@ func TestSimulateV1CommittedCatalogs(t *testing.T) {
 			efs + " 0.0.7 -skipRange-> 4.11.0: head",
 			efs + " 0.0.8 -skipRange-> 4.11.0: head",
 		})
-		if p := paths[0]; p.Start.Catalog != "community" || p.Steps[0].Catalog != "certified" {
+		if p := paths[0]; p.Start.Catalog != "community-v4.11" || p.Steps[0].Catalog != "certified-v4.11" {
 			t.Errorf("path %+v: want the start from community, the step from certified", p)
 		}
 	})
 	// Both kept as ClusterCatalogs of one priority: operator-controller cannot choose.
 	t.Run("community and certified side by side", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
-			Environment: simulate.Environment{Catalogs: []string{"../community"}}})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
+			Environment: simulate.Environment{Catalogs: []string{"../community/v4.11"}}})
 		var ue *simulate.UnresolvableError
 		if !errors.As(err, &ue) || ue.Unresolvable != 1 || !strings.Contains(err.Error(), "operator-controller cannot resolve 1 of 1") {
 			t.Fatalf("error %v: want the start unresolvable", err)
 		}
-		const want = `error upgrading from currently installed version "0.0.6": found bundles for package "aws-efs-operator" in multiple catalogs with the same priority [certified community]`
+		const want = `error upgrading from currently installed version "0.0.6": found bundles for package "aws-efs-operator" in multiple catalogs with the same priority [certified-v4.11 community-v4.11]`
 		if p := paths[0]; p.Result != simulate.Unresolvable || p.Progressing != want || p.End != "aws-efs-operator.v0.0.6" {
 			t.Errorf("path %+v: want %q, 0.0.6 kept", p, want)
 		}
 	})
 	// Community kept above certified: the community chain to its own head.
 	t.Run("community kept at a higher priority", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
-			Environment: simulate.Environment{Catalogs: []string{"../community,priority=10"}}})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
+			Environment: simulate.Environment{Catalogs: []string{"../community/v4.11,priority=10"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRoutes(t, paths, []string{efs + " 0.0.6 -replaces-> 0.0.7 -replaces-> 0.0.8: head"})
 	})
 	t.Run("community kept at a lower priority", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
-			Environment: simulate.Environment{Catalogs: []string{"../community,priority=-1"}}})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
+			Environment: simulate.Environment{Catalogs: []string{"../community/v4.11,priority=-1"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRoutes(t, paths, []string{efs + " 0.0.6 -skipRange-> 4.11.0: head"})
 	})
-	t.Run("a version range short of the head", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Version: "<4.11.0"})
-		if err != nil {
-			t.Fatal(err)
+	t.Run("a version range short of the minor's release", func(t *testing.T) {
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Version: "<4.11.0"})
+		var ue *simulate.UnresolvableError
+		if !errors.As(err, &ue) || len(paths) != 1 || paths[0].Result != simulate.Unresolvable || paths[0].End != "aws-efs-operator.v0.0.6" {
+			t.Fatalf("error %v, paths %+v: want 0.0.6 kept, unresolvable", err, paths)
 		}
-		checkRoutes(t, paths, []string{efs + " 0.0.6 -skipRange-> 4.10.0: head"})
 	})
 }
 
 func TestSimulateV1Text(t *testing.T) {
 	var out bytes.Buffer
-	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "text", Out: &out}
+	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "text", Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	const want = `certified: package aws-efs-operator, any channel (latest aws-efs-csi-driver-operator.v4.11.0)
-  installed  aws-efs-operator.v0.0.6 (0.0.6, from community)
-  1. aws-efs-csi-driver-operator.v4.11.0 (4.11.0) by skipRange >=0.0.6 <4.11.0 in channel stable
-       not aws-efs-csi-driver-operator.v4.10.0 (4.10.0): lower than aws-efs-csi-driver-operator.v4.11.0: operator-controller takes the highest version
+	const want = `certified-v4.11: package aws-efs-operator, any channel (latest aws-efs-csi-driver-operator.v4.11.0)
+  installed  aws-efs-operator.v0.0.6 (0.0.6, from community-v4.11)
+  1. aws-efs-csi-driver-operator.v4.11.0 (4.11.0) by skipRange >=0.0.6 <4.11.0 in channel 4.11
   operator-controller settles on aws-efs-csi-driver-operator.v4.11.0, the latest.
 `
 	if out.String() != want {
@@ -175,14 +174,15 @@ func TestSimulateV1Text(t *testing.T) {
 
 func TestSimulateV1PictureMarksThePath(t *testing.T) {
 	var out bytes.Buffer
-	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified", InstalledFrom: "../community", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
+	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
 		`"foreign/aws-efs-operator.v0.0.6" [label="community 0.0.6\ninstalled", style="rounded,dashed", color="#1f6feb"`,
-		`"stable/aws-efs-csi-driver-operator.v4.11.0" [label="4.11.0\nhead\nstep 1", style="rounded,bold", color="#1f6feb"`,
-		`"foreign/aws-efs-operator.v0.0.6" -> "stable/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange step 1", style=dotted, color="#1f6feb"`,
+		// operator-controller, asked for no channel, reports the first that has the step.
+		`"4.11/aws-efs-csi-driver-operator.v4.11.0" [label="4.11.0\nhead\nstep 1", style="rounded,bold", color="#1f6feb"`,
+		`"foreign/aws-efs-operator.v0.0.6" -> "4.11/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange step 1", style=dotted, color="#1f6feb"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("picture lacks %s:\n%s", want, out.String())
@@ -211,7 +211,7 @@ func TestSimulateV1RefusesBadOptions(t *testing.T) {
 	} {
 		var out bytes.Buffer
 		a := tc.a
-		a.Catalog, a.Out = "../certified", &out
+		a.Catalog, a.Out = "../certified/v4.11", &out
 		if a.Output == "" {
 			a.Output = "text"
 		}
@@ -228,16 +228,16 @@ func TestSimulateV1RefusesBadStarts(t *testing.T) {
 		a    simulate.Simulate
 		want string
 	}{
-		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified`},
-		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0"}, Channels: []string{"fast"}},
-			`package "aws-efs-operator" of catalog ../certified has no channel "fast" (channels: preview, stable)`},
-		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, InstalledFrom: "../community", Catalog: "../certified"}, ""},
+		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified/v4.11`},
+		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0"}, Channels: []string{"fast"}},
+			`package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.11, stable)`},
+		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, InstalledFrom: "../community/v4.11", Catalog: "../certified/v4.11"}, ""},
 		{simulate.Simulate{}, simulate.ErrOneStart.Error()},
-		{simulate.Simulate{All: true, Output: "dot"}, "a picture shows one path and there are 8: start from one installed bundle"},
+		{simulate.Simulate{All: true, Output: "dot"}, "a picture shows one path and there are 2: start from one installed bundle"},
 	} {
 		var out bytes.Buffer
 		a := tc.a
-		a.OLM, a.Catalog, a.Out = "v1", "../certified", &out
+		a.OLM, a.Catalog, a.Out = "v1", "../certified/v4.11", &out
 		if a.Output == "" {
 			a.Output = "text"
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 )
 
 // Options enable the checks that need more than the catalog itself.
@@ -23,6 +24,9 @@ type Options struct {
 	// Bundles, when set, holds the bundle directories (<package>/<version>/) that embedded bundle
 	// objects must agree with.
 	Bundles *BundleSource
+	// Minor, when set, is the OpenShift minor whose index the catalog is: each bundle must run
+	// on a cluster at that minor.
+	Minor *openshift.Minor
 }
 
 // Check runs every check and returns every problem, sorted by file.
@@ -40,6 +44,9 @@ func Check(c *Catalog, opts Options) []Problem {
 	}
 	if opts.Bundles != nil {
 		problems = append(problems, idx.embeddedObjects(opts.Bundles)...)
+	}
+	if opts.Minor != nil {
+		problems = append(problems, idx.minorProblems(*opts.Minor)...)
 	}
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
 	return problems

@@ -341,7 +341,6 @@ properties: [{type: olm.package, value: {packageName: demo, version: 0.9.0}}]
 // committed bundles, then breaks one manifest and expects the difference to be named.
 func TestEmbeddedObjectsMatchBundleDirectories(t *testing.T) {
 	ctx := context.Background()
-	c, problems := validation.Load(ctx, os.DirFS("../certified"), "certified")
 	bundles := fstest.MapFS{}
 	root := os.DirFS("../../bundle")
 	for _, dir := range []string{"aws-efs-operator/4.9.0", "aws-efs-operator/4.10.0", "aws-efs-operator/4.11.0", "aws-ebs-csi-driver-operator/4.5.0", "manila-csi-driver-operator/4.5.0"} {
@@ -354,16 +353,24 @@ func TestEmbeddedObjectsMatchBundleDirectories(t *testing.T) {
 		}
 	}
 	src := &validation.BundleSource{FS: bundles, Dir: "bundle"}
-	problems = append(problems, validation.Check(c, validation.Options{Bundles: src})...)
-	for _, p := range problems {
-		if p.Check == "objects" || p.Level == validation.Error {
-			t.Errorf("committed catalog disagrees with the committed bundles: %s", p)
+	load := func(minor string) *validation.Catalog {
+		c, problems := validation.Load(ctx, os.DirFS("../certified/"+minor), "certified/"+minor)
+		problems = append(problems, validation.Check(c, validation.Options{Bundles: src})...)
+		for _, p := range problems {
+			if p.Check == "objects" || p.Level == validation.Error {
+				t.Errorf("committed catalog disagrees with the committed bundles: %s", p)
+			}
 		}
+		return c
 	}
+	for _, minor := range []string{"v4.5", "v4.9", "v4.10"} {
+		load(minor)
+	}
+	efs, ebs := load("v4.11"), load("v4.5")
 	csv := "aws-efs-operator/4.11.0/manifests/aws-efs-csi-driver-operator.v4.11.0.clusterserviceversion.yaml"
-	bundles[csv].Data = []byte(strings.Replace(string(bundles[csv].Data), "minKubeVersion: 1.22.0", "minKubeVersion: 1.23.0", 1))
+	bundles[csv].Data = []byte(strings.Replace(string(bundles[csv].Data), "minKubeVersion: 1.24.0", "minKubeVersion: 1.25.0", 1))
 	delete(bundles, "manila-csi-driver-operator/4.5.0/manifests/csi.openshift.io_maniladrivers.yaml")
-	problems = validation.Check(c, validation.Options{Bundles: src})
+	problems := append(validation.Check(efs, validation.Options{Bundles: src}), validation.Check(ebs, validation.Options{Bundles: src})...)
 	for _, w := range []string{
 		"bundle aws-efs-csi-driver-operator.v4.11.0: embeds a ClusterServiceVersion/aws-efs-csi-driver-operator.v4.11.0 that differs from bundle/aws-efs-operator/4.11.0/manifests",
 		"bundle manila-csi-driver-operator.v4.5.0: embeds CustomResourceDefinition/maniladrivers.csi.openshift.io, which bundle/manila-csi-driver-operator/4.5.0/manifests does not have",

@@ -12,21 +12,24 @@ import (
 	"path"
 	"runtime/debug"
 	"slices"
+	"strings"
 
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
-// Validate checks one file-based catalog directory.
+// Validate checks a file-based catalog directory, or each catalog of a tree of per-minor
+// catalogs (catalog/tree) against the community catalog of the same minor.
 type Validate struct {
 	Dir string
-	// Community is the community catalog directory, for the cross-catalog checks.
+	// Community is the community catalog directory, or tree, for the cross-catalog checks.
 	Community string
 	// Bundles is the bundle tree that embedded bundle objects must agree with; empty to skip.
 	Bundles string
 	Out     io.Writer
 }
 
-// Run validates the catalog and prints the report.
+// Run validates the catalog, or each of the tree's, and prints the report.
 func (v *Validate) Run(ctx context.Context) error {
 	// The whole catalog is live until the checks end and little garbage outlives a package's
 	// checks, so the heap need not grow as far past the live data as Go's default lets it. On
@@ -34,25 +37,45 @@ func (v *Validate) Run(ctx context.Context) error {
 	// run can tell; 50 saves three times that but costs a small catalog 13 % more time
 	// (BENCHMARKS.md).
 	defer debug.SetGCPercent(debug.SetGCPercent(75))
-	c, problems, err := load(ctx, v.Dir)
-	if err != nil {
-		return err
-	}
 	opts := Options{}
-	if v.Community != "" {
-		community, communityProblems, err := load(ctx, v.Community)
-		if err != nil {
-			return err
-		}
-		problems = append(problems, communityProblems...)
-		opts.Community = community
-	}
 	if v.Bundles != "" {
 		if _, err := os.Stat(v.Bundles); err != nil {
 			return &option.Error{Field: "Bundles", Err: err}
 		}
 		opts.Bundles = &BundleSource{FS: os.DirFS(v.Bundles), Dir: v.Bundles}
 	}
+	catalogs, err := tree.Catalogs(v.Dir, v.Community)
+	if err != nil {
+		return err
+	}
+	var invalid []string
+	for _, c := range catalogs {
+		if err := v.one(ctx, c, opts); err != nil {
+			invalid = append(invalid, err.Error())
+		}
+	}
+	if len(invalid) > 0 {
+		return errors.New(strings.Join(invalid, "\n"))
+	}
+	return nil
+}
+
+// one validates one catalog; a minor's, each bundle must run on a cluster at that minor.
+func (v *Validate) one(ctx context.Context, tc tree.Catalog, opts Options) error {
+	dir := tc.Dir
+	c, problems, err := load(ctx, dir)
+	if err != nil {
+		return err
+	}
+	if tc.Community != "" {
+		community, communityProblems, err := load(ctx, tc.Community)
+		if err != nil {
+			return err
+		}
+		problems = append(problems, communityProblems...)
+		opts.Community = community
+	}
+	opts.Minor = tc.Minor
 	problems = append(problems, Check(c, opts)...)
 	errs, warnings := 0, 0
 	for _, p := range problems {
@@ -65,9 +88,9 @@ func (v *Validate) Run(ctx context.Context) error {
 	}
 	cfg := c.Config
 	fmt.Fprintf(v.Out, "%s: %d packages, %d channels, %d bundles: %d errors, %d warnings\n",
-		v.Dir, len(cfg.Packages), len(cfg.Channels), len(cfg.Bundles), errs, warnings)
+		dir, len(cfg.Packages), len(cfg.Channels), len(cfg.Bundles), errs, warnings)
 	if errs > 0 {
-		return fmt.Errorf("catalog %s is invalid: %d errors", v.Dir, errs)
+		return fmt.Errorf("catalog %s is invalid: %d errors", dir, errs)
 	}
 	return nil
 }

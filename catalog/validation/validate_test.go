@@ -28,10 +28,43 @@ func TestCommittedCatalogsValidate(t *testing.T) {
 			t.Errorf("%s: %v\n%s", v.Dir, err, out)
 		}
 	}
-	// Alone, the certified catalog cannot check the edge from the community head.
-	out, err := run(&validation.Validate{Dir: "../certified"})
-	if err != nil || !strings.Contains(out, `upgrades from "aws-efs-operator.v0.0.8", which is not in this catalog (validate it together with the community catalog`) {
-		t.Errorf("certified alone: %v\n%s", err, out)
+	// A tree is validated minor by minor, each certified catalog with the community catalog of
+	// its minor.
+	out, err := run(&validation.Validate{Dir: "../certified", Community: "../community"})
+	for _, want := range []string{"../certified/v4.5: 2 packages", "../certified/v4.9: 1 packages", "../certified/v4.11: 1 packages"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Errorf("certified: output lacks %q: %v\n%s", want, err, out)
+		}
+	}
+}
+
+// A minor's catalog holds only bundles a cluster at that minor runs: OLM would not install one
+// whose minKubeVersion is newer than the minor's Kubernetes, and one whose maxOpenShiftVersion is
+// below the minor holds the cluster where it is.
+func TestMinorCatalogsHoldWhatTheirClustersRun(t *testing.T) {
+	root := t.TempDir()
+	copyDir(t, "../certified/v4.9", filepath.Join(root, "v4.11"))  // max 4.10
+	copyDir(t, "../certified/v4.11", filepath.Join(root, "v4.10")) // minKubeVersion 1.24.0
+	copyDir(t, "../certified/v4.11", filepath.Join(root, "v4.12")) // runs there: max 4.12, Kubernetes 1.25
+	out, err := run(&validation.Validate{Dir: root})
+	if err == nil {
+		t.Fatalf("catalogs of bundles for other minors validated:\n%s", out)
+	}
+	for _, want := range []string{
+		"bundle aws-efs-csi-driver-operator.v4.9.0: olm.maxOpenShiftVersion is 4.10, below the v4.11 index it is in",
+		"bundle aws-efs-csi-driver-operator.v4.11.0: minKubeVersion 1.24.0 is newer than OpenShift 4.10's Kubernetes 1.23.0",
+		root + "/v4.12: 1 packages, 2 channels, 1 bundles: 0 errors",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -114,23 +114,30 @@ func TestMigrateRefusesAnUnknownDriverBeforeTouchingACluster(t *testing.T) {
 
 // The catalog verbs' domain packages name their own terms; the command names the flags.
 func TestCatalogErrorsNameTheFlags(t *testing.T) {
-	const certified, community = "../../catalog/certified", "../../catalog/community"
+	// Trees of per-minor catalogs, and the newest minor's catalogs.
+	const certifiedTree, communityTree = "../../catalog/certified", "../../catalog/community"
+	const certified, community = certifiedTree + "/v4.11", communityTree + "/v4.11"
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"catalog", "images", certified, "--format", "idms"}, "--mirror: the idms format needs the registry the cluster pulls from instead"},
+		{[]string{"catalog", "images", certifiedTree, "--format", "idms"}, "--mirror: the idms format needs the registry the cluster pulls from instead"},
 		{[]string{"catalog", "images", certified, "--format", "imageset"}, "--catalog-image: the imageset format needs"},
-		{[]string{"catalog", "graph", certified, "--format", "svg"}, "--output-dir: the svg format writes files"},
+		{[]string{"catalog", "images", certifiedTree, "--format", "imageset", "--catalog-image", "quay.io/csi-olm/certified-catalog:v4.11"}, "catalog " + certifiedTree + " is a tree of per-minor catalogs, each published in its own image"},
+		{[]string{"catalog", "graph", certifiedTree, "--format", "svg"}, "--output-dir: the svg format writes files"},
+		{[]string{"catalog", "validate", certified, "--community", communityTree}, "--community: " + communityTree + " is a tree of per-minor catalogs, but " + certified + " is one catalog"},
+		{[]string{"catalog", "diff", communityTree, certifiedTree, "-o", "json"}, "--output: two trees of per-minor catalogs are reported as text"},
+		{[]string{"catalog", "diff", communityTree, certified}, "is one catalog, but the other is a tree of per-minor catalogs"},
+		{[]string{"catalog", "simulate", certifiedTree, "--all"}, "is a tree of per-minor catalogs (v4.5, v4.9, v4.10, v4.11): give the catalog of one minor, such as " + certifiedTree + "/v4.11"},
 		{[]string{"catalog", "generate", "--bundles", "../../bundle", "--output", t.TempDir(), "--bundle-image", "registry.example/{{.Package"}, "--bundle-image: template"},
 		{[]string{"catalog", "validate", certified, "--bundles", "/nonexistent"}, "--bundles: stat /nonexistent"},
-		{[]string{"catalog", "diff", community, certified, "-o", "dot"}, "--package: a picture shows one package and"},
+		{[]string{"catalog", "diff", communityTree + "/v4.5", certifiedTree + "/v4.5", "-o", "dot"}, "--package: a picture shows one package and"},
 		{[]string{"catalog", "simulate", certified}, "at least one of the flags in the group [installed all from-cluster] is required"},
 		{[]string{"catalog", "simulate", certified, "--all", "--installed", "x"}, "none of the others can be"},
 		{[]string{"catalog", "simulate", certified, "--installed", "aws-efs-operator.v0.0.6"},
-			`CSV "aws-efs-operator.v0.0.6" is not in catalog ../../catalog/certified: name the catalog it was installed from with --installed-from`},
-		{[]string{"catalog", "simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--channel", "fast"},
-			`has no channel "fast" (channels: preview, stable): name one with --channel`},
+			`CSV "aws-efs-operator.v0.0.6" is not in catalog ../../catalog/certified/v4.11: name the catalog it was installed from with --installed-from`},
+		{[]string{"catalog", "simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.11.0", "--channel", "fast"},
+			`has no channel "fast" (channels: 4.11, stable): name one with --channel`},
 		{[]string{"catalog", "simulate", certified, "--all", "--existing-operator", "cert-manager", "--with-catalog", community + ",priority=high"},
 			"installed operator \"cert-manager\" is not PACKAGE@VERSION with a semver version\n  catalog \"" + community + ",priority=high\": \"priority=high\" is not priority=N"},
 	} {

@@ -188,7 +188,7 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := build.Catalog(os.DirFS("../../catalog/certified"), opm)
+	img, err := build.Catalog(os.DirFS("../../catalog/certified/v4.11"), opm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if mode := dirMode(t, img, "tmp"); mode != 0o1777 {
 		t.Errorf("/tmp has mode %o, want 1777", mode)
 	}
-	want, err := os.ReadFile("../../catalog/certified/aws-efs-operator/catalog.json")
+	want, err := os.ReadFile("../../catalog/certified/v4.11/aws-efs-operator/catalog.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestRegistryThroughPortForward(t *testing.T) {
 	crds, err := testbed.ReadCRDDir(s.Tools().OLMCRDs)
 	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, s.Client, crds...))
-	addr, err := s.ServeCatalog(ctx, "certified", filepath.Join("..", "..", "catalog", "certified"))
+	addr, err := s.ServeCatalog(ctx, "certified", filepath.Join("..", "..", "catalog", "certified", "v4.11"))
 	must(t, err)
 
 	const ns, name = "openshift-marketplace", "certified-operators"
@@ -65,7 +65,7 @@ func TestRegistryThroughPortForward(t *testing.T) {
 	}))
 	defer registry.Close()
 	// OLM's resolver answers through the port-forward: the community 0.0.8 goes straight to the
-	// head by its skipRange, passing 4.10.0, whose skipRange includes 0.0.8 too.
+	// minor's release by its skipRange.
 	community := olmresolver.Operator{CSV: "aws-efs-operator.v0.0.8", Version: semver.MustParse("0.0.8"),
 		Properties: []*api.Property{{Type: "olm.package", Value: `{"packageName":"aws-efs-operator","version":"0.0.8"}`}}}
 	up, err := registry.FindUpgrade(ctx, "aws-efs-operator", "stable", community)

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -71,10 +72,15 @@ type Subscription struct {
 	Name, Package, Channel, Catalog string
 }
 
-// Resolver is OLM's resolver over a fixed set of CatalogSources. It is safe for concurrent use:
-// resolutions take turns, as OLM's cache reads the installed operators from one source.
+// Resolver is OLM's resolver over a fixed set of CatalogSources. It is safe for concurrent use.
+// OLM's cache reads the installed operators from one source, so one OLM resolver resolves one
+// namespace at a time; the Resolver has one lane, an OLM resolver and cache of its own, per
+// core, all reading the catalogs it read once.
 type Resolver struct {
-	mu        sync.Mutex
+	lanes chan *lane
+}
+
+type lane struct {
 	cache     *cache.Cache
 	resolver  *resolver.Resolver
 	installed *installedSource
@@ -116,11 +122,15 @@ func New(sources ...Source) (*Resolver, error) {
 		clients[key] = s.Client
 		priorities[SourceKey(s.Name)] = s.Priority
 	}
-	installed := &installedSource{}
-	catalogs := newScopedSources(resolver.SourceProviderFromRegistryClientProvider(clients, v1alpha1listers.NewCatalogSourceLister(indexer), log), CatalogNamespace)
-	provider := sourceProvider{catalogs: catalogs, installed: installed}
-	c := cache.New(provider, cache.WithLogger(log), cache.WithSourcePriorityProvider(priorities))
-	return &Resolver{cache: c, resolver: resolver.NewDefaultResolver(c, log), installed: installed, catalogs: catalogs}, nil
+	shared := newSharedSources(resolver.SourceProviderFromRegistryClientProvider(clients, v1alpha1listers.NewCatalogSourceLister(indexer), log), CatalogNamespace)
+	n := runtime.GOMAXPROCS(0)
+	r := &Resolver{lanes: make(chan *lane, n)}
+	for range n {
+		installed, catalogs := &installedSource{}, shared.lane()
+		c := cache.New(sourceProvider{catalogs: catalogs, installed: installed}, cache.WithLogger(log), cache.WithSourcePriorityProvider(priorities))
+		r.lanes <- &lane{cache: c, resolver: resolver.NewDefaultResolver(c, log), installed: installed, catalogs: catalogs}
+	}
+	return r, nil
 }
 
 // SourceKey is the cache's key of a catalog source.
@@ -134,8 +144,8 @@ func SourceKey(name string) cache.SourceKey {
 // *ResolutionError; any other error is a failure to read the catalogs. The hidden catalogs are
 // left out, as if the cluster had no such CatalogSource.
 func (r *Resolver) Resolve(installed []Operator, hidden ...string) ([]*cache.Entry, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	l := <-r.lanes
+	defer func() { r.lanes <- l }()
 	var entries []*cache.Entry
 	var subs []*operatorsv1alpha1.Subscription
 	for _, op := range installed {
@@ -155,13 +165,13 @@ func (r *Resolver) Resolve(installed []Operator, hidden ...string) ([]*cache.Ent
 		}
 		entries = append(entries, e)
 	}
-	r.installed.set(entries)
-	scope, err := r.catalogs.reach(entries)
+	l.installed.set(entries)
+	scope, err := l.catalogs.reach(entries)
 	if err != nil {
 		return nil, err
 	}
-	r.catalogs.setScope(scope, hidden...)
-	ops, err := r.resolver.Resolve([]string{Namespace, CatalogNamespace}, subs)
+	l.catalogs.setScope(scope, hidden...)
+	ops, err := l.resolver.Resolve([]string{Namespace, CatalogNamespace}, subs)
 	var unsat solver.NotSatisfiable
 	if errors.As(err, &unsat) {
 		return nil, &ResolutionError{Reason: ConstraintsNotSatisfiable, Message: err.Error()}
@@ -172,14 +182,14 @@ func (r *Resolver) Resolve(installed []Operator, hidden ...string) ([]*cache.Ent
 // Find looks entries of a package up in one catalog ("" for any package), through the cache the
 // resolver reads.
 func (r *Resolver) Find(catalog, pkg string, p ...cache.Predicate) ([]*cache.Entry, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	l := <-r.lanes
+	defer func() { r.lanes <- l }()
 	var scope map[string]bool
 	if pkg != "" {
 		scope = map[string]bool{pkg: true}
 	}
-	r.catalogs.setScope(scope)
-	c := r.cache.Namespaced(Namespace, CatalogNamespace)
+	l.catalogs.setScope(scope)
+	c := l.cache.Namespaced(Namespace, CatalogNamespace)
 	found := c.Catalog(SourceKey(catalog)).Find(p...)
 	return found, c.Error()
 }

@@ -19,22 +19,42 @@ import (
 // require: OLM makes solver variables for nothing else. So each resolution's snapshots hold
 // those packages' entries only, and OLM answers exactly as over the whole catalogs.
 
-// scopedSources are the catalogs' sources, read once, each snapshot cut to the current scope.
+// sharedSources are the catalogs' sources, each read once, and the dependencies between their
+// packages: every lane of a Resolver cuts its snapshots from them.
+type sharedSources struct {
+	sources map[cache.SourceKey]*sharedSource
+
+	mu   sync.Mutex
+	deps *dependencyGraph
+}
+
+func newSharedSources(registry cache.SourceProvider, namespace string) *sharedSources {
+	s := &sharedSources{sources: map[cache.SourceKey]*sharedSource{}}
+	for k, src := range registry.Sources(namespace) {
+		s.sources[k] = &sharedSource{inner: src}
+	}
+	return s
+}
+
+// scopedSources are one lane's view of the shared sources, each snapshot cut to the lane's
+// current scope.
 type scopedSources struct {
+	shared  *sharedSources
 	sources map[cache.SourceKey]*scopedSource
 
 	mu     sync.Mutex
 	scope  map[string]bool // nil: every package
 	hidden []string
-	deps   *dependencyGraph
+	// generation counts the scopes set, so that a source cuts its entries once per scope.
+	generation int
 }
 
-func newScopedSources(registry cache.SourceProvider, namespace string) *scopedSources {
-	s := &scopedSources{sources: map[cache.SourceKey]*scopedSource{}}
-	for k, src := range registry.Sources(namespace) {
-		s.sources[k] = &scopedSource{name: k.Name, inner: src, parent: s}
+func (s *sharedSources) lane() *scopedSources {
+	l := &scopedSources{shared: s, sources: map[cache.SourceKey]*scopedSource{}}
+	for k, src := range s.sources {
+		l.sources[k] = &scopedSource{name: k.Name, shared: src, parent: l}
 	}
-	return s
+	return l
 }
 
 // setScope serves the packages of scope (nil: all) of every catalog but the hidden ones.
@@ -42,19 +62,20 @@ func (s *scopedSources) setScope(scope map[string]bool, hidden ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.scope, s.hidden = scope, hidden
+	s.generation++
 }
 
-func (s *scopedSources) currentScope(catalog string) (scope map[string]bool, hidden bool) {
+func (s *scopedSources) currentScope(catalog string) (scope map[string]bool, hidden bool, generation int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.scope, slices.Contains(s.hidden, catalog)
+	return s.scope, slices.Contains(s.hidden, catalog), s.generation
 }
 
 // reach is the packages a resolution of the installed operators can reach; nil when an
 // olm.constraint (which may name anything) or a requirement of a kind not read here is among
 // them.
 func (s *scopedSources) reach(installed []*cache.Entry) (map[string]bool, error) {
-	g, err := s.graph()
+	g, err := s.shared.graph()
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +115,7 @@ func (s *scopedSources) reach(installed []*cache.Entry) (map[string]bool, error)
 }
 
 // graph reads every catalog once and records what each package's bundles provide and need.
-func (s *scopedSources) graph() (*dependencyGraph, error) {
+func (s *sharedSources) graph() (*dependencyGraph, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.deps != nil {
@@ -121,7 +142,9 @@ func (s *scopedSources) graph() (*dependencyGraph, error) {
 				if err := json.Unmarshal([]byte(p.Value), &gvk); err != nil {
 					return nil, fmt.Errorf("bundle %s of catalog %s: olm.gvk %s: %w", e.Name, key.Name, p.Value, err)
 				}
-				g.providers[gvk] = append(g.providers[gvk], pkg)
+				if !slices.Contains(g.providers[gvk], pkg) {
+					g.providers[gvk] = append(g.providers[gvk], pkg)
+				}
 			}
 		}
 	}
@@ -135,7 +158,7 @@ type dependencyGraph struct {
 }
 
 func (g *dependencyGraph) providersOf(n needs) []string {
-	out := n.packages
+	out := slices.Clone(n.packages)
 	for _, gvk := range n.gvks {
 		out = append(out, g.providers[gvk]...)
 	}
@@ -149,8 +172,21 @@ type needs struct {
 	anything bool
 }
 
+// merge adds o's needs to n's, each once: a package's bundles mostly need the same, and a
+// tree of per-minor catalogs has the same package in each minor.
 func (n needs) merge(o needs) needs {
-	return needs{gvks: append(n.gvks, o.gvks...), packages: append(n.packages, o.packages...), anything: n.anything || o.anything}
+	out := needs{gvks: n.gvks, packages: n.packages, anything: n.anything || o.anything}
+	for _, gvk := range o.gvks {
+		if !slices.Contains(out.gvks, gvk) {
+			out.gvks = append(out.gvks, gvk)
+		}
+	}
+	for _, pkg := range o.packages {
+		if !slices.Contains(out.packages, pkg) {
+			out.packages = append(out.packages, pkg)
+		}
+	}
+	return out
 }
 
 func needsOf(props []*api.Property) (needs, error) {
@@ -176,18 +212,15 @@ func needsOf(props []*api.Property) (needs, error) {
 	return n, nil
 }
 
-// scopedSource is one catalog: the registry's snapshot, read once, served cut to the scope.
-type scopedSource struct {
-	name   string
-	inner  cache.Source
-	parent *scopedSources
-
+// sharedSource is one catalog: the registry's snapshot, read once.
+type sharedSource struct {
+	inner   cache.Source
 	once    sync.Once
 	entries []*cache.Entry
 	err     error
 }
 
-func (s *scopedSource) all() ([]*cache.Entry, error) {
+func (s *sharedSource) all() ([]*cache.Entry, error) {
 	s.once.Do(func() {
 		snap, err := s.inner.Snapshot(context.Background())
 		if err != nil {
@@ -199,22 +232,41 @@ func (s *scopedSource) all() ([]*cache.Entry, error) {
 	return s.entries, s.err
 }
 
+// scopedSource is one catalog in one lane, served cut to the lane's scope.
+type scopedSource struct {
+	name   string
+	shared *sharedSource
+	parent *scopedSources
+
+	// cut are the entries of the scope of generation cutFor: OLM takes a snapshot of a source
+	// for each lookup of a resolution, and the scope stays the same through it.
+	cutMu  sync.Mutex
+	cutFor int
+	cut    []*cache.Entry
+}
+
 func (s *scopedSource) Snapshot(context.Context) (*cache.Snapshot, error) {
-	entries, err := s.all()
+	entries, err := s.shared.all()
 	if err != nil {
 		return nil, err
 	}
-	scope, hidden := s.parent.currentScope(s.name)
-	if hidden {
+	scope, hidden, generation := s.parent.currentScope(s.name)
+	switch {
+	case hidden:
 		entries = nil
-	} else if scope != nil {
-		var in []*cache.Entry
-		for _, e := range entries {
-			if scope[e.Package()] {
-				in = append(in, e)
+	case scope != nil:
+		s.cutMu.Lock()
+		if s.cutFor != generation || s.cut == nil {
+			in := []*cache.Entry{}
+			for _, e := range entries {
+				if scope[e.Package()] {
+					in = append(in, e)
+				}
 			}
+			s.cutFor, s.cut = generation, in
 		}
-		entries = in
+		entries = s.cut
+		s.cutMu.Unlock()
 	}
 	// Never reused: the next lookup may have another scope.
 	return &cache.Snapshot{Entries: entries, Valid: cache.ValidOnce()}, nil

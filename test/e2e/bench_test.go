@@ -9,6 +9,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -149,7 +150,7 @@ func BenchmarkOLMv1(b *testing.B) {
 		s := testutil.StartTestBed(b, testbed.OLM, realNodeWithEveryTool(b))
 		p := publish(b, s)
 		timings := olmv1Timings{}
-		pod := installWithOLMv1(ctx, b, s, p, "4.10.0", timings)
+		pod := installWithOLMv1(ctx, b, s, p, openshift.Minor{Major: 4, Minor: 10}, "4.10.0", timings)
 		begin := time.Now()
 		patchOLMv1Catalog(ctx, b, s, map[string]any{"version": "4.11.0"})
 		waitForOLMv1Operator(ctx, b, s, p, pod.Namespace, "4.11.0")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/testbed"
 	"github.com/csi-olm/csi-olm/testbed/dev"
 )
@@ -41,11 +42,11 @@ func TestUpDownRealNode(t *testing.T) {
 	stop := &dev.Down{Home: home, Out: &out}
 	t.Cleanup(func() { _ = stop.Run(context.Background()) })
 	u := &dev.Up{Home: home, Level: "olm", Node: "real", Out: &out,
-		Catalogs: map[string]string{"certified-operators": "../../catalog/certified"}}
+		Catalogs: map[string]string{"certified-operators": tree.Path("../../catalog/certified", clusterMinor)}}
 	if err := u.Run(context.Background()); err != nil {
 		t.Fatalf("dev up --node=real: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "serving ../../catalog/certified as CatalogSource olm/certified-operators from image ") {
+	if !strings.Contains(out.String(), "serving "+tree.Path("../../catalog/certified", clusterMinor)+" as CatalogSource olm/certified-operators from image ") {
 		t.Errorf("dev up did not serve the catalog from an image:\n%s", out.String())
 	}
 	st, err := dev.ReadState(dev.StateFile(home))

@@ -10,6 +10,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -18,11 +19,12 @@ import (
 // OLM's own reaction, not a status written by the test.
 type catalogVariant func(t testing.TB, cfg *declcfg.DeclarativeConfig)
 
-// serveCatalogVariant serves the aws-efs-operator package of catalog/certified, changed by
-// variant, as CatalogSource olm/<name>, and returns its registry's address.
+// serveCatalogVariant serves the aws-efs-operator package of the certified catalog of the
+// cluster's minor, changed by variant, as CatalogSource olm/<name>, and returns its registry's
+// address.
 func serveCatalogVariant(ctx context.Context, t testing.TB, s *testbed.Stack, name string, variant catalogVariant) string {
 	t.Helper()
-	certified, err := declcfg.LoadFS(ctx, os.DirFS(filepath.Join("..", "..", "catalog", "certified")))
+	certified, err := declcfg.LoadFS(ctx, os.DirFS(tree.Path(filepath.Join("..", "..", "catalog", "certified"), clusterMinor)))
 	must(t, err)
 	var cfg declcfg.DeclarativeConfig
 	for _, p := range certified.Packages {

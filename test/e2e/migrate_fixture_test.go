@@ -182,13 +182,13 @@ func operandsOf(namespace, csiDriver, storageClass string, deployments, daemonSe
 	return objects
 }
 
-// installOLMEraDrivers installs each driver's 4.5 bundle from the certified catalog and seeds
+// installOLMEraDrivers installs each driver's 4.5 bundle from the certified catalog of 4.5 and seeds
 // its CR, with the old operator's finalizer, and its operands.
 func installOLMEraDrivers(ctx context.Context, t testing.TB, f *olmFixture, drivers ...*olmEraDriver) {
 	t.Helper()
 	c, ns := f.stack.Client, testbed.OperatorsNamespace
 	for _, d := range drivers {
-		must(t, f.subscribe(ctx, d.pkg, d.channel, certifiedSource))
+		must(t, f.subscribe(ctx, d.pkg, d.channel, olmEraSource))
 	}
 	for _, d := range drivers {
 		_, err := testbed.WaitForSubscription(ctx, c, ns, d.pkg, "AtLatestKnown "+d.csv, olm.AtLatestKnown(d.csv))

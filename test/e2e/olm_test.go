@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -23,10 +24,14 @@ const (
 	certifiedSource  = "certified-operators"
 	communityHeadCSV = "aws-efs-operator.v0.0.8"
 	certifiedHeadCSV = "aws-efs-csi-driver-operator.v4.11.0"
+	// olmEraSource serves the certified catalog of OpenShift 4.5, the only minor whose index
+	// holds the OLM-installed EBS and Manila operators that CSO adopts.
+	olmEraSource = "certified-operators-v4.5"
 )
 
-// olmFixture is an OLM stack serving the project's offline catalogs, catalog/community and
-// catalog/certified, as CatalogSources community-operators and certified-operators.
+// olmFixture is an OLM stack serving the project's offline catalogs of the flows' cluster minor,
+// catalog/community/v4.N and catalog/certified/v4.N, as CatalogSources community-operators and
+// certified-operators, and catalog/certified/v4.5 as certified-operators-v4.5.
 type olmFixture struct {
 	stack *testbed.Stack
 }
@@ -38,8 +43,13 @@ func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
 	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for name, dir := range map[string]string{communitySource: "community", certifiedSource: "certified"} {
-		addr, err := s.ServeCatalog(ctx, name, filepath.Join("..", "..", "catalog", dir))
+	catalogs := filepath.Join("..", "..", "catalog")
+	for name, dir := range map[string]string{
+		communitySource: tree.Path(filepath.Join(catalogs, "community"), clusterMinor),
+		certifiedSource: tree.Path(filepath.Join(catalogs, "certified"), clusterMinor),
+		olmEraSource:    filepath.Join(catalogs, "certified", "v4.5"),
+	} {
+		addr, err := s.ServeCatalog(ctx, name, dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,20 +144,21 @@ func waitFor(ctx context.Context, cond func() bool) error {
 }
 
 // TestCertifiedCatalogInstallsEveryOperator installs each operator of the offline certified
-// catalog through a Subscription on its default channel, as OperatorHub does.
+// catalogs, from the newest minor whose index holds it, through a Subscription on its default
+// channel, as OperatorHub does.
 func TestCertifiedCatalogInstallsEveryOperator(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	c, ns := f.stack.Client, testbed.OperatorsNamespace
-	operators := []struct{ pkg, channel, csv, deployment string }{
-		{efsPackage, "stable", certifiedHeadCSV, "aws-efs-csi-driver-operator"},
-		{"aws-ebs-csi-driver-operator", "preview", "aws-ebs-csi-driver-operator.v4.5.0", "aws-ebs-csi-driver-operator"},
-		{"manila-csi-driver-operator", "stable", "manila-csi-driver-operator.v4.5.0", "csi-driver-manila-operator"},
+	operators := []struct{ pkg, channel, csv, deployment, source string }{
+		{efsPackage, "stable", certifiedHeadCSV, "aws-efs-csi-driver-operator", certifiedSource},
+		{"aws-ebs-csi-driver-operator", "preview", "aws-ebs-csi-driver-operator.v4.5.0", "aws-ebs-csi-driver-operator", olmEraSource},
+		{"manila-csi-driver-operator", "stable", "manila-csi-driver-operator.v4.5.0", "csi-driver-manila-operator", olmEraSource},
 	}
 	for _, op := range operators {
-		if err := f.subscribe(ctx, op.pkg, op.channel, certifiedSource); err != nil {
+		if err := f.subscribe(ctx, op.pkg, op.channel, op.source); err != nil {
 			t.Fatal(err)
 		}
 	}

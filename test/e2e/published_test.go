@@ -24,6 +24,7 @@ import (
 	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/release"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -39,9 +40,35 @@ const publishedRegistry = "quay.io/csi-olm"
 // flows install from it as a cluster installs what a release publishes.
 type published struct {
 	dir string
-	// catalogs are the pushed catalog images by catalog name, read from the release's
-	// catalogs.txt: what the flows' CatalogSources and ClusterCatalogs name.
-	catalogs map[definition.Catalog]string
+	// catalogs are the pushed catalog images by catalog name and OpenShift minor, read from the
+	// release's catalogs.txt: what the flows' CatalogSources and ClusterCatalogs name.
+	catalogs map[definition.Catalog]map[openshift.Minor]string
+}
+
+// clusterMinor is the OpenShift minor the flows' clusters run: the newest the catalogs are
+// built for.
+var clusterMinor = func() openshift.Minor {
+	m, ok := definition.NewestMinor(drivers.All())
+	if !ok {
+		panic("no operator definition names an OpenShift minor")
+	}
+	return m
+}()
+
+// catalog is the image of a catalog for the minor the flows' clusters run.
+func (p *published) catalog(tb testing.TB, name definition.Catalog) string {
+	tb.Helper()
+	return p.catalogAt(tb, name, clusterMinor)
+}
+
+// catalogAt is the image of a catalog for minor m.
+func (p *published) catalogAt(tb testing.TB, name definition.Catalog, m openshift.Minor) string {
+	tb.Helper()
+	ref := p.catalogs[name][m]
+	if ref == "" {
+		tb.Fatalf("the release published no %s catalog for %s", name, m.Index())
+	}
+	return ref
 }
 
 var publishedOn = struct {
@@ -94,7 +121,7 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 		tb.Fatal(err)
 	}
 	r := &release.Release{
-		Operators: operators, Registry: publishedRegistry, CatalogTag: "e2e",
+		Operators: operators, Registry: publishedRegistry,
 		OperatorBinaries: binaries,
 		Version:          "e2e", Revision: "e2e", OPM: s.Tools().Opm, GRPCHealthProbe: s.Tools().GRPCHealthProbe,
 		Client: c, Output: filepath.Join(dir, "release"), Out: testWriter{tb},
@@ -184,29 +211,40 @@ func completePlatforms(tb testing.TB, c *registry.Client, w registry.Want) {
 	}
 }
 
-// readCatalogsFile reads a release's catalogs.txt: one "<catalog> <image>" line per catalog.
-func readCatalogsFile(tb testing.TB, path string) map[definition.Catalog]string {
+// readCatalogsFile reads a release's catalogs.txt: one "<catalog> <minor> <image@digest>" line
+// per catalog image.
+func readCatalogsFile(tb testing.TB, path string) map[definition.Catalog]map[openshift.Minor]string {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	out := map[definition.Catalog]string{}
+	out := map[definition.Catalog]map[openshift.Minor]string{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		name, ref, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !strings.Contains(ref, "@sha256:") {
-			tb.Fatalf("%s: line %q is not '<catalog> <image@digest>'", path, sc.Text())
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 3 || !strings.Contains(fields[2], "@sha256:") {
+			tb.Fatalf("%s: line %q is not '<catalog> <minor> <image@digest>'", path, sc.Text())
 		}
-		out[definition.Catalog(name)] = ref
+		m, err := openshift.ParseMinor(fields[1])
+		if err != nil {
+			tb.Fatalf("%s: line %q: %v", path, sc.Text(), err)
+		}
+		name := definition.Catalog(fields[0])
+		if out[name] == nil {
+			out[name] = map[openshift.Minor]string{}
+		}
+		out[name][m] = fields[2]
 	}
 	if err := sc.Err(); err != nil {
 		tb.Fatal(err)
 	}
-	for _, want := range []definition.Catalog{definition.Community, definition.Certified} {
-		if out[want] == "" {
-			tb.Fatalf("%s names no %s catalog", path, want)
+	for want, minors := range definition.CatalogMinors(drivers.All()) {
+		for _, m := range minors {
+			if out[want][m] == "" {
+				tb.Fatalf("%s names no %s catalog for %s", path, want, m.Index())
+			}
 		}
 	}
 	return out

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/images/build"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -94,7 +95,7 @@ func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string) 
 	if _, err := s.RegistryClient().Push(ctx, operatorRef, idx); err != nil {
 		t.Fatal(err)
 	}
-	catalogRef, err := s.PushCatalogImage(ctx, "certified-catalog", filepath.Join("..", "..", "catalog", "certified"))
+	catalogRef, err := s.PushCatalogImage(ctx, "certified-catalog", tree.Path(filepath.Join("..", "..", "catalog", "certified"), clusterMinor))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +380,7 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 	switch form {
 	case publishedCatalog:
 		p := publish(tb, s)
-		catalogRef, shipped = p.catalogs[definition.Certified], p.operator(tb)
+		catalogRef, shipped = p.catalog(tb, definition.Certified), p.operator(tb)
 	case offlineCatalog:
 		shipped = shippedOperator(tb)
 		catalogRef = pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image)

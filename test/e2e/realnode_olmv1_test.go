@@ -23,6 +23,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crdcheck"
@@ -42,7 +43,7 @@ type olmv1Timings map[string]time.Duration
 
 // startOLMv1 runs OLM v1 and what the operator needs of OpenShift, and serves the published
 // catalogs named as ClusterCatalogs of equal priority. It records how long each took.
-func startOLMv1(ctx context.Context, tb testing.TB, s *testbed.Stack, p *published, timings olmv1Timings, catalogs ...definition.Catalog) {
+func startOLMv1(ctx context.Context, tb testing.TB, s *testbed.Stack, p *published, timings olmv1Timings, minor openshift.Minor, catalogs ...definition.Catalog) {
 	tb.Helper()
 	begin := time.Now()
 	if err := s.StartOLMv1(ctx); err != nil {
@@ -54,7 +55,7 @@ func startOLMv1(ctx context.Context, tb testing.TB, s *testbed.Stack, p *publish
 	}
 	for _, name := range catalogs {
 		begin = time.Now()
-		if err := s.CreateClusterCatalog(ctx, string(name), p.catalogs[name], 0); err != nil {
+		if err := s.CreateClusterCatalog(ctx, string(name), p.catalogAt(tb, name, minor), 0); err != nil {
 			tb.Fatal(err)
 		}
 		timings["clustercatalog-to-serving-s"] = time.Since(begin)
@@ -120,13 +121,14 @@ func selectCatalog(name definition.Catalog) map[string]any {
 	return map[string]any{"matchLabels": map[string]any{testbed.CatalogNameLabel: string(name)}}
 }
 
-// installWithOLMv1 installs the EFS operator at version from the published certified catalog as
-// README.md#installing-with-olm-v1 says: a ClusterCatalog for the catalog image, the namespace and
-// installer ServiceAccount, a ClusterExtension selecting that catalog. It waits for the
-// operator's pod to be Ready, running that version's published CSV, and returns the pod.
-func installWithOLMv1(ctx context.Context, tb testing.TB, s *testbed.Stack, p *published, version string, timings olmv1Timings) *corev1.Pod {
+// installWithOLMv1 installs the EFS operator at version from the certified catalog a release
+// published for minor, as README.md#installing-with-olm-v1 says: a ClusterCatalog for the catalog
+// image, the namespace and installer ServiceAccount, a ClusterExtension selecting that catalog.
+// It waits for the operator's pod to be Ready, running that version's published CSV, and returns
+// the pod.
+func installWithOLMv1(ctx context.Context, tb testing.TB, s *testbed.Stack, p *published, minor openshift.Minor, version string, timings olmv1Timings) *corev1.Pod {
 	tb.Helper()
-	startOLMv1(ctx, tb, s, p, timings, definition.Certified)
+	startOLMv1(ctx, tb, s, p, timings, minor, definition.Certified)
 	ns := operatorHubNamespace(ctx, tb, s, readCSV(tb, p.csvFile(efsPackage, version)))
 	begin := time.Now()
 	createOLMv1Installer(ctx, tb, s, ns)
@@ -172,10 +174,12 @@ func waitForOLMv1Operator(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 }
 
 // TestOLMv1OnRealNode installs the EFS operator with OLM v1 (catalogd and operator-controller
-// as pods on the node) from the certified catalog image a release published: a ClusterCatalog
-// serves it, a ClusterExtension installs 4.10.0, whose operator runs as its CSV ships it with no
-// request refused and deploys the driver for a ClusterCSIDriver; then the ClusterExtension's
-// version moves to 4.11.0 and OLM v1 upgrades the operator in one hop.
+// as pods on the node) from the certified catalog image a release published for OpenShift 4.10:
+// a ClusterCatalog serves it, a ClusterExtension installs 4.10.0, whose operator runs as its CSV
+// ships it with no request refused and deploys the driver for a ClusterCSIDriver. Then the
+// cluster moves to 4.11 as the README says: the ClusterCatalog now serves 4.11's catalog image,
+// the ClusterExtension's version moves to 4.11.0, and OLM v1 upgrades the operator in one hop,
+// by 4.11.0's skipRange.
 func TestOLMv1OnRealNode(t *testing.T) {
 	stopRealNode() // a new cluster: OLM v0's Subscriptions of other flows would own the namespace
 	s := startRealNode(t)
@@ -183,12 +187,17 @@ func TestOLMv1OnRealNode(t *testing.T) {
 	defer cancel()
 	p := publish(t, s)
 	timings := olmv1Timings{}
-	pod := installWithOLMv1(ctx, t, s, p, "4.10.0", timings)
+	from := openshift.Minor{Major: 4, Minor: 10}
+	pod := installWithOLMv1(ctx, t, s, p, from, "4.10.0", timings)
 	assertRunsAsShipped(t, pod, csvDeployment(t, p.csvFile(efsPackage, "4.10.0")))
 	d := deployDriver(ctx, t, s, pod)
 	t.Logf("ClusterCSIDriver -> driver pods Running and Ready: %s", d.running.Round(100*time.Millisecond))
 
 	begin := time.Now()
+	if err := s.SetClusterCatalogImage(ctx, string(definition.Certified), p.catalogAt(t, definition.Certified, from.Next())); err != nil {
+		t.Fatal(err)
+	}
+	timings["catalog-swap-to-serving-s"] = time.Since(begin)
 	patchOLMv1Catalog(ctx, t, s, map[string]any{"version": "4.11.0"})
 	upgraded := waitForOLMv1Operator(ctx, t, s, p, pod.Namespace, "4.11.0")
 	timings["version-bump-to-operator-ready-s"] = time.Since(begin)
@@ -325,7 +334,7 @@ func TestOLMv1CommunityMoveOnRealNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	p := publish(t, s)
-	startOLMv1(ctx, t, s, p, olmv1Timings{}, definition.Community, definition.Certified)
+	startOLMv1(ctx, t, s, p, olmv1Timings{}, clusterMinor, definition.Community, definition.Certified)
 	ns := testbed.OperatorsNamespace
 
 	createOLMv1Installer(ctx, t, s, ns)

@@ -69,7 +69,7 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	// Both catalogs as a release published them, bundles as images.
 	p := publish(t, s)
 	shipped := p.operator(t)
-	communityRef, certifiedRef := p.catalogs[definition.Community], p.catalogs[definition.Certified]
+	communityRef, certifiedRef := p.catalog(t, definition.Community), p.catalog(t, definition.Certified)
 	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true}); err != nil {
 		t.Fatal(err)
 	}

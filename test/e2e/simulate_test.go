@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
@@ -82,8 +83,8 @@ func TestSimulateMatchesOLM(t *testing.T) {
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	dirs := map[string]string{
-		communitySource: filepath.Join("..", "..", "catalog", "community"),
-		certifiedSource: filepath.Join("..", "..", "catalog", "certified"),
+		communitySource: tree.Path(filepath.Join("..", "..", "catalog", "community"), clusterMinor),
+		certifiedSource: tree.Path(filepath.Join("..", "..", "catalog", "certified"), clusterMinor),
 	}
 	for source, write := range map[string]func(string) error{syntheticSource: synthcatalog.Write, dependenciesSource: synthcatalog.WriteDependencies} {
 		dir := t.TempDir()
@@ -350,7 +351,7 @@ func approveNew(ctx context.Context, kc client.Client, ns string, stale map[stri
 func (c crossCheck) fromClusterAgrees(ctx context.Context, s *testbed.Stack, ns string, want []string) error {
 	var out bytes.Buffer
 	a := &simulate.Simulate{
-		Catalog: filepath.Join("..", "..", "catalog", "certified"), FromCluster: true,
+		Catalog: tree.Path(filepath.Join("..", "..", "catalog", "certified"), clusterMinor), FromCluster: true,
 		Cluster: kube.ClusterOptions{Config: s.Config}, Output: "json", Out: &out,
 	}
 	if err := a.Run(ctx); err != nil {

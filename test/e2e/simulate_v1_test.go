@@ -3,8 +3,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,6 +18,8 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/tree"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -59,8 +63,10 @@ func (s *v1Spec) catalogFields() map[string]any {
 }
 
 // TestSimulateV1MatchesOperatorController runs real operator-controller (v1.5.1, the test bed's)
-// from several starts on the published community and certified catalogs, served as
-// ClusterCatalogs of equal priority, and checks that `catalog simulate --olm v1`'s rule
+// from several starts on the published community and certified catalogs of the cluster's minor
+// and the certified catalog of the minor before (whose installs a cluster upgrade moves to the
+// cluster minor's), served as ClusterCatalogs of equal priority, and checks that `catalog
+// simulate --olm v1`'s rule
 // predicts where each settles: the bundle installed, or operator-controller's error word for
 // word. The CRD upgrade-safety preflight is off throughout: it runs after the resolution this
 // compares (TestOLMv1CommunityMoveOnRealNode tests it).
@@ -71,31 +77,43 @@ func TestSimulateV1MatchesOperatorController(t *testing.T) {
 	defer cancel()
 	p := publish(t, s)
 	all := []definition.Catalog{definition.Community, definition.Certified}
-	startOLMv1(ctx, t, s, p, olmv1Timings{}, all...)
+	startOLMv1(ctx, t, s, p, olmv1Timings{}, clusterMinor, all...)
+	// Beside them, the certified catalog of the minor before, where a cluster upgraded from it
+	// installed: the cluster upgrade swaps it for the cluster minor's.
+	before := openshift.Minor{Major: clusterMinor.Major, Minor: clusterMinor.Minor - 1}
+	previous := definition.Catalog("certified-" + before.Index())
+	if err := s.CreateClusterCatalog(ctx, string(previous), p.catalogAt(t, definition.Certified, before), 0); err != nil {
+		t.Fatal(err)
+	}
 	configs := map[definition.Catalog]*declcfg.DeclarativeConfig{}
-	for _, name := range all {
-		dir := filepath.Join(p.dir, "catalog", string(name))
+	dirs := map[definition.Catalog]string{
+		definition.Community: tree.Path(filepath.Join(p.dir, "catalog", string(definition.Community)), clusterMinor),
+		definition.Certified: tree.Path(filepath.Join(p.dir, "catalog", string(definition.Certified)), clusterMinor),
+		previous:             tree.Path(filepath.Join(p.dir, "catalog", string(definition.Certified)), before),
+	}
+	for name, dir := range dirs {
 		cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
 		if err != nil {
 			t.Fatal(err)
 		}
 		configs[name] = cfg
 	}
-	certified, community := []definition.Catalog{definition.Certified}, []definition.Catalog{definition.Community}
+	certified, community, older := []definition.Catalog{definition.Certified}, []definition.Catalog{definition.Community}, []definition.Catalog{previous}
+	head, previousRelease := clusterMinor.String()+".0", before.String()+".0"
 	checks := []v1Check{
 		{"new, any channel", nil, &v1Spec{catalogs: certified}},
-		{"new, preview channel", nil, &v1Spec{catalogs: certified, channels: []string{"preview"}}},
-		{"new, version range", nil, &v1Spec{catalogs: certified, version: "<4.11.0"}},
-		{"new, no version in range", nil, &v1Spec{catalogs: certified, version: ">=5.0.0"}},
-		{"new, both catalogs", nil, &v1Spec{}},
-		{"4.9.0 unpinned", &v1Spec{catalogs: certified, version: "4.9.0"}, &v1Spec{catalogs: certified}},
-		{"4.9.0 kept to preview", &v1Spec{catalogs: certified, version: "4.9.0"}, &v1Spec{catalogs: certified, channels: []string{"preview"}}},
-		{"4.11.0 down to 4.9.0", &v1Spec{catalogs: certified, version: "4.11.0"}, &v1Spec{catalogs: certified, version: "4.9.0"}},
-		{"4.11.0 down to 4.9.0, self-certified", &v1Spec{catalogs: certified, version: "4.11.0"},
-			&v1Spec{catalogs: certified, version: "4.9.0", policy: simulate.SelfCertified}},
+		{"new, the minor's channel", nil, &v1Spec{catalogs: certified, channels: []string{clusterMinor.String()}}},
+		{"new, no version in range", nil, &v1Spec{catalogs: certified, version: "<" + head}},
+		{"new, every catalog", nil, &v1Spec{}},
+		{"the cluster upgrade", &v1Spec{catalogs: older, version: previousRelease}, &v1Spec{catalogs: certified}},
+		{"the cluster upgrade, the old minor's channel kept", &v1Spec{catalogs: older, version: previousRelease, channels: []string{before.String()}},
+			&v1Spec{catalogs: certified, channels: []string{before.String()}}},
+		{"down to the minor before", &v1Spec{catalogs: certified, version: head}, &v1Spec{catalogs: older, version: previousRelease}},
+		{"down to the minor before, self-certified", &v1Spec{catalogs: certified, version: head},
+			&v1Spec{catalogs: older, version: previousRelease, policy: simulate.SelfCertified}},
 		{"community 0.0.6 unpinned", &v1Spec{catalogs: community, version: "0.0.6"}, &v1Spec{catalogs: community}},
 		{"community 0.0.6 to certified", &v1Spec{catalogs: community, version: "0.0.6"}, &v1Spec{catalogs: certified}},
-		{"community 0.0.7 to both catalogs", &v1Spec{catalogs: community, version: "0.0.7"}, &v1Spec{}},
+		{"community 0.0.7 to both catalogs", &v1Spec{catalogs: community, version: "0.0.7"}, &v1Spec{catalogs: []definition.Catalog{definition.Community, definition.Certified}}},
 	}
 	ns := testbed.OperatorsNamespace
 	createOLMv1Installer(ctx, t, s, ns)
@@ -138,7 +156,7 @@ func predictV1(ctx context.Context, tb testing.TB, configs map[definition.Catalo
 	tb.Helper()
 	selected := spec.catalogs
 	if len(selected) == 0 {
-		selected = []definition.Catalog{definition.Community, definition.Certified}
+		selected = slices.Sorted(maps.Keys(configs)) // no selector: every ClusterCatalog
 	}
 	var catalogs []simulate.V1Catalog
 	for _, name := range selected {

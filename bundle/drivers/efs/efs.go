@@ -5,6 +5,7 @@
 package efs
 
 import (
+	"fmt"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -138,6 +139,13 @@ const suggestedNamespace = "openshift-cluster-csi-drivers"
 
 // Operator returns the supported EFS operator definition.
 func Operator() d.Operator {
+	// Each release is the build for one OpenShift minor, as OpenShift's own storage operators
+	// ship (docs/architecture.md#one-catalog-per-openshift-minor).
+	releases := []d.Release{
+		release("4.9", "2026-09-01T00:00:00Z"),
+		release("4.10", "2026-10-15T00:00:00Z"),
+		release("4.11", "2026-11-20T00:00:00Z"),
+	}
 	return d.Operator{
 		Package:      names.Package,
 		CSVPrefix:    names.OperatorName,
@@ -159,9 +167,7 @@ func Operator() d.Operator {
 		// kube-rbac-proxy serves the driver's metrics with the cluster's TLS profile (library-go
 		// fills ${TLS_CIPHER_SUITES} and ${TLS_MIN_VERSION} from APIServer/cluster).
 		InfrastructureFeatures: []d.InfrastructureFeature{d.Disconnected, d.ProxyAware, d.TLSProfiles, d.TokenAuthAWS, d.CSI},
-		OpenShiftVersions:      "v4.9",
 		Architectures:          []string{"amd64", "arm64"},
-		MinKubeVersion:         "1.22.0",
 		DefaultChannel:         "stable",
 		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
 
@@ -237,41 +243,38 @@ func Operator() d.Operator {
 		ClusterMonitoring: true,
 		DeploymentName:    names.OperatorName,
 		Deployment:        deployment,
-		// Each release runs on its OpenShift minor and the next one, as OpenShift's operator
-		// declares it: OLM holds a cluster below a newer minor until the operator is upgraded.
-		Releases: []d.Release{
-			{
-				Version: "4.9.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
-				CreatedAt:           "2026-09-01T00:00:00Z",
-				MaxOpenShiftVersion: "4.10",
-				OperatorImage:       "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.9.0",
-				Images:              images("v4.9.0", "4.9"),
-			},
-			{
-				// The first GA release upgrades every community version and the tech preview.
-				Version: "4.10.0", Channels: []string{"stable"}, Maturity: "stable",
-				Replaces: "aws-efs-operator.v0.0.8", SkipRange: ">=0.0.6 <4.10.0",
-				CreatedAt:           "2026-10-15T00:00:00Z",
-				MaxOpenShiftVersion: "4.11",
-				OperatorImage:       "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.10.0",
-				Images:              images("v4.10.0", "4.10"),
-			},
-			{
-				// The head keeps a direct edge from every community version, so a source
-				// switch lands on it in one step.
-				Version: "4.11.0", Channels: []string{"stable"}, Maturity: "stable",
-				Replaces: "aws-efs-csi-driver-operator.v4.10.0", SkipRange: ">=0.0.6 <4.11.0",
-				CreatedAt:           "2026-11-20T00:00:00Z",
-				MaxOpenShiftVersion: "4.12",
-				OperatorImage:       "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0",
-				Images:              images("v4.11.0", "4.11"),
-			},
-		},
-		Waivers: []d.Waiver{{
-			Contains: `channel(s) ["preview"] are not following the recommended naming convention`,
-			Versions: []string{"4.9.0"},
-			Reason:   "tech-preview releases go in the preview channel, as OpenShift's storage operators do (docs/architecture.md#the-three-drivers)",
-		}},
+		Releases:          releases,
+		Waivers:           minorChannelWaivers(releases),
+	}
+}
+
+// minorChannelWaivers accept the operator-framework validator's warning on the channel named
+// after each release's minor, which its naming advice (stable, fast, candidate...) does not know.
+func minorChannelWaivers(releases []d.Release) []d.Waiver {
+	var out []d.Waiver
+	for _, r := range releases {
+		out = append(out, d.Waiver{
+			Contains: fmt.Sprintf("channel(s) [%q] are not following the recommended naming convention", r.OpenShift),
+			Versions: []string{r.Version},
+			Reason:   "OpenShift's storage operators name a channel after the OpenShift minor, beside stable (docs/architecture.md#one-catalog-per-openshift-minor)",
+		})
+	}
+	return out
+}
+
+// release is the operator's build for an OpenShift minor. Its bundle goes only into that minor's
+// index, where it is the head of channel stable (the default) and of the channel named after the
+// minor, as in OpenShift's storage operators. Its skipRange takes every older release there in
+// one step, the community ones included: a cluster upgraded from the previous minor, and a
+// community install whose Subscription switches its source.
+func release(minor, createdAt string) d.Release {
+	version := minor + ".0"
+	return d.Release{
+		Version: version, OpenShift: minor, Channels: []string{"stable", minor}, Maturity: "stable",
+		SkipRange:     ">=0.0.6 <" + version,
+		CreatedAt:     createdAt,
+		OperatorImage: "quay.io/csi-olm/aws-efs-csi-driver-operator:v" + version,
+		Images:        images("v"+version, minor),
 	}
 }
 

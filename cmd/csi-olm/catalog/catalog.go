@@ -9,7 +9,7 @@ func NewCommand() *cobra.Command {
 		Use:   "catalog",
 		Short: "Generate, validate, draw, simulate and compare file-based catalogs",
 	}
-	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages(), newSimulate(), newDiff())
+	cmd.AddCommand(newGenerate(), newValidate(), newGraph(), newImages(), newSimulate(), newDiff(), newClusterUpgrade())
 	for _, verb := range cmd.Commands() {
 		run := verb.RunE
 		verb.RunE = func(cmd *cobra.Command, args []string) error { return withHints(cmd, run(cmd, args)) }

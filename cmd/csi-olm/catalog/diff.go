@@ -43,9 +43,9 @@ the old catalog and through the new, each a ClusterCatalog beside the --with-cat
 becomes "latest": what a new ClusterExtension with the same spec installs). A default channel
 removed breaks nothing there: operator-controller does not read it. --existing-operator and
 --existing-api are OLM v0's and refused.`,
-		Example: `  csi-olm catalog diff old/catalog/certified catalog/certified
-  csi-olm catalog diff --breaking old/catalog/certified catalog/certified
-  csi-olm catalog diff old/catalog/certified catalog/certified -o svg --package aws-efs-operator > diff.svg
+		Example: `  csi-olm catalog diff old/catalog/certified/v4.11 catalog/certified/v4.11
+  csi-olm catalog diff --breaking old/catalog/certified catalog/certified    # two trees, minor by minor
+  csi-olm catalog diff old/catalog/certified/v4.11 catalog/certified/v4.11 -o svg --package aws-efs-operator > diff.svg
   csi-olm catalog diff --breaking --olm v1 old/catalog/certified catalog/certified`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -59,6 +59,7 @@ removed breaks nothing there: operator-controller does not read it. --existing-o
 	f.StringVarP(&d.Output, "output", "o", "text", "output: "+strings.Join(diff.Formats, ", "))
 	f.StringVar(&d.Package, "package", "", "package a picture shows (default: the only one that changed)")
 	fills(f, "package", "Package")
+	fills(f, "output", "Output")
 	environmentFlags(f, &d.Environment)
 	f.StringVar(&d.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	f.StringVar(&d.OLM, "olm", "v0", "the OLM whose users are judged: v0 (Subscriptions, OLM's catalog operator) or v1 (ClusterExtensions, operator-controller)")

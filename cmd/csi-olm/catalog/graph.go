@@ -30,6 +30,7 @@ Without --output-dir the first format is printed (svg and png need --output-dir)
 	cmd.Flags().StringVar(&g.Package, "package", "", "draw only this package")
 	cmd.Flags().StringSliceVarP(&g.Formats, "format", "f", []string{"dot"}, "formats: "+strings.Join(graph.Formats, ", "))
 	cmd.Flags().StringVarP(&g.OutputDir, "output-dir", "o", "", "write <catalog>-<package>.<ext> files here")
+	fills(cmd.Flags(), "community", "Community")
 	fills(cmd.Flags(), "output-dir", "OutputDir")
 	cmd.Flags().StringVar(&g.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	return cmd

@@ -21,7 +21,7 @@ func run(t *testing.T, args ...string) (string, error) {
 
 // The --olm switch's bad input: each refusal names the flag and says what is wrong with it.
 func TestOLMFlagsRefuseBadInput(t *testing.T) {
-	const certified, community = "../../../catalog/certified", "../../../catalog/community"
+	const certified, community = "../../../catalog/certified/v4.11", "../../../catalog/community/v4.11"
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -36,11 +36,11 @@ func TestOLMFlagsRefuseBadInput(t *testing.T) {
 		{[]string{"simulate", certified, "--olm", "v1", "--all", "--version", "4.10.0-01"}, `--version: operator-controller refuses it: desired version range "4.10.0-01" is invalid: constraint parser error`},
 		{[]string{"simulate", certified, "--olm", "v1", "--all", "--channel", "stable", "--channel", "Preview"}, `--channel: the API server refuses the ClusterExtension: spec.source.catalog.channels[1]: Invalid value: "Preview": channels entries must be valid DNS1123 subdomains`},
 		{[]string{"simulate", certified, "--olm", "v1", "--all", "--upgrade-constraint-policy", "Always"}, `--upgrade-constraint-policy: the API server refuses the ClusterExtension: spec.source.catalog.upgradeConstraintPolicy: Invalid value: "Always"`},
-		{[]string{"simulate", certified, "--olm", "v1", "--installed", "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../../../catalog/certified: name the catalog it was installed from with --installed-from`},
-		{[]string{"simulate", certified, "--olm", "v1", "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--channel", "fast"}, `has no channel "fast" (channels: preview, stable): name one with --channel`},
+		{[]string{"simulate", certified, "--olm", "v1", "--installed", "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../../../catalog/certified/v4.11: name the catalog it was installed from with --installed-from`},
+		{[]string{"simulate", certified, "--olm", "v1", "--installed", "aws-efs-csi-driver-operator.v4.11.0", "--channel", "fast"}, `has no channel "fast" (channels: 4.11, stable): name one with --channel`},
 		{[]string{"simulate", certified, "--all", "--version", ">=4.10.0"}, "--version: a version range is a ClusterExtension's (--olm v1); a Subscription follows its channel"},
 		{[]string{"simulate", certified, "--all", "--upgrade-constraint-policy", "SelfCertified"}, "--upgrade-constraint-policy: an upgrade constraint policy is a ClusterExtension's (--olm v1)"},
-		{[]string{"simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--channel", "stable", "--channel", "preview"}, "--channel: a Subscription names one channel, and 2 were given (stable, preview): several are for a ClusterExtension (--olm v1)"},
+		{[]string{"simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.11.0", "--channel", "stable", "--channel", "4.11"}, "--channel: a Subscription names one channel, and 2 were given (stable, 4.11): several are for a ClusterExtension (--olm v1)"},
 	} {
 		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
@@ -49,23 +49,23 @@ func TestOLMFlagsRefuseBadInput(t *testing.T) {
 }
 
 func TestSimulateOLMv1(t *testing.T) {
-	const certified, community = "../../../catalog/certified", "../../../catalog/community"
-	out, err := run(t, "simulate", certified, "--olm", "v1", "--installed", "aws-efs-operator.v0.0.6", "--installed-from", community, "--version", "<4.11.0")
+	// A cluster upgraded from 4.10, whose ClusterCatalog now serves 4.11's catalog.
+	const certified, installedFrom = "../../../catalog/certified/v4.11", "../../../catalog/certified/v4.10"
+	out, err := run(t, "simulate", certified, "--olm", "v1", "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--installed-from", installedFrom, "--channel", "stable")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `certified: package aws-efs-operator, any channel, version "<4.11.0" (latest aws-efs-csi-driver-operator.v4.10.0)
-  installed  aws-efs-operator.v0.0.6 (0.0.6, from community)
-  1. aws-efs-csi-driver-operator.v4.10.0 (4.10.0) by skipRange >=0.0.6 <4.10.0 in channel stable
-       not aws-efs-csi-driver-operator.v4.11.0 (4.11.0): outside the version range "<4.11.0"
-  operator-controller settles on aws-efs-csi-driver-operator.v4.10.0, the latest.
+	const want = `certified-v4.11: package aws-efs-operator, channel "stable" (latest aws-efs-csi-driver-operator.v4.11.0)
+  installed  aws-efs-csi-driver-operator.v4.10.0 (4.10.0, from certified-v4.10)
+  1. aws-efs-csi-driver-operator.v4.11.0 (4.11.0) by skipRange >=0.0.6 <4.11.0 in channel stable
+  operator-controller settles on aws-efs-csi-driver-operator.v4.11.0, the latest.
 `
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
 	// v0 is the default, and --channel still names a Subscription's one channel.
-	out, err = run(t, "simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.9.0", "--channel", "preview")
-	if err != nil || !strings.Contains(out, "OLM settles on aws-efs-csi-driver-operator.v4.9.0, the channel head.") {
-		t.Errorf("v0: %v\n%s", err, out)
+	out, err = run(t, "simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.10.0", "--installed-from", installedFrom, "--channel", "4.10")
+	if err == nil || !strings.Contains(err.Error(), `has no channel "4.10"`) {
+		t.Errorf("v0, the 4.10 channel that 4.11's catalog does not have: %v\n%s", err, out)
 	}
 }

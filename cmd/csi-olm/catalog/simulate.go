@@ -69,13 +69,13 @@ installs. With --olm v1:
   --all                             every package's new ClusterExtension and every bundle
                                     installed (of --package only, when given)
 --from-cluster, --existing-operator and --existing-api are OLM v0's and refused.`,
-		Example: `  csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community
-  csi-olm catalog simulate catalog/community --all -o yaml
-  csi-olm catalog simulate catalog/certified --installed aws-efs-operator.v0.0.6 --installed-from catalog/community -o svg > path.svg
-  csi-olm catalog simulate catalog/certified --from-cluster --kubeconfig ~/.kube/config
+		Example: `  csi-olm catalog simulate catalog/certified/v4.11 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/v4.11
+  csi-olm catalog simulate catalog/community/v4.11 --all -o yaml
+  csi-olm catalog simulate catalog/certified/v4.11 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/v4.11 -o svg > path.svg
+  csi-olm catalog simulate catalog/certified/v4.11 --from-cluster --kubeconfig ~/.kube/config
   csi-olm catalog simulate my-catalog --all --with-catalog cert-manager-catalog,priority=10 --existing-api cert-manager.io/v1/Issuer
-  csi-olm catalog simulate catalog/certified --olm v1 --all
-  csi-olm catalog simulate catalog/certified --olm v1 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community --version ">=4.10.0"`,
+  csi-olm catalog simulate catalog/certified/v4.11 --olm v1 --all
+  csi-olm catalog simulate catalog/certified/v4.11 --olm v1 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/v4.11 --version ">=4.11.0"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.Catalog = args[0]
@@ -88,6 +88,7 @@ installs. With --olm v1:
 	f.StringVar(&a.Start.Package, "package", "", "the Subscription's package (default: the installed CSV's); with --olm v1 and --all, the only package simulated")
 	f.StringArrayVar(&a.Channels, "channel", nil, "the Subscription's channel (default: the package's default channel); with --olm v1, a channel of the ClusterExtension (repeatable; default: every channel)")
 	f.StringVar(&a.InstalledFrom, "installed-from", "", "catalog the installed CSV came from, when not <catalog>")
+	f.StringVar(&a.Minor, "minor", "", "the OpenShift minor (4.11) whose catalog a tree of per-minor catalogs gives (default with --from-cluster: the cluster's, from its ClusterVersion)")
 	f.BoolVar(&a.All, "all", false, "simulate every start the catalog offers")
 	f.BoolVar(&a.FromCluster, "from-cluster", false, "start from the cluster's Subscriptions and installed CSVs")
 	f.StringVar(&a.Cluster.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, for --from-cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
@@ -99,7 +100,7 @@ installs. With --olm v1:
 	environmentFlags(f, &a.Environment)
 	for flag, field := range map[string]string{
 		"olm": "OLM", "channel": "Channels", "version": "Version", "upgrade-constraint-policy": "Policy",
-		"package": "Start.Package", "from-cluster": "FromCluster",
+		"package": "Start.Package", "from-cluster": "FromCluster", "minor": "Minor",
 	} {
 		fills(f, flag, field)
 	}

@@ -31,6 +31,7 @@ Prints every problem with its package, channel or bundle and file; exits non-zer
 	}
 	cmd.Flags().StringVar(&v.Community, "community", "", "community catalog directory this catalog's packages upgrade from")
 	cmd.Flags().StringVar(&v.Bundles, "bundles", "", "bundle directory tree the embedded bundle objects must agree with")
+	fills(cmd.Flags(), "community", "Community")
 	fills(cmd.Flags(), "bundles", "Bundles")
 	return cmd
 }

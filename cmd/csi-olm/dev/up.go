@@ -1,8 +1,12 @@
 package dev
 
 import (
+	"fmt"
+	"maps"
+
 	"github.com/spf13/cobra"
 
+	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/testbed"
 	"github.com/csi-olm/csi-olm/testbed/dev"
 )
@@ -25,12 +29,16 @@ upstreams under <registry>/<upstream>/...), and the catalogs are served as catal
 OLM runs as registry pods.
 
 By default the catalogs catalog/community and catalog/certified of the working directory are
-served, as CatalogSources community-operators and certified-operators, when they exist.`,
+served, as CatalogSources community-operators and certified-operators, when they exist. A tree
+of per-minor catalogs (catalog/<source>/v4.N) is served by its newest minor's catalog.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			u.Out = cmd.OutOrStdout()
 			var err error
 			if u.Catalogs, err = dev.ParseCatalogs(catalogs); err != nil {
+				return err
+			}
+			if u.Catalogs, err = newestMinors(u.Catalogs); err != nil {
 				return err
 			}
 			return u.Run(cmd.Context())
@@ -41,4 +49,21 @@ served, as CatalogSources community-operators and certified-operators, when they
 	cmd.Flags().StringVar(&u.Node, "node", "kwok", "the node of a full or olm cluster: kwok (fake, pods never run) or real (kubelet, containerd and kube-proxy in a network namespace of their own, pods running images from the registry; needs root)")
 	cmd.Flags().StringArrayVar(&catalogs, "catalog", nil, "NAME=DIR: serve DIR as CatalogSource NAME (repeatable; replaces the defaults)")
 	return cmd
+}
+
+// newestMinors serves a tree of per-minor catalogs by the catalog of its newest minor, the minor
+// the dev cluster runs; a catalog directory as it is.
+func newestMinors(catalogs map[string]string) (map[string]string, error) {
+	out := maps.Clone(catalogs)
+	for name, dir := range catalogs {
+		if !tree.IsTree(dir) {
+			continue
+		}
+		t, err := tree.Open(dir)
+		if err != nil {
+			return nil, fmt.Errorf("--catalog %s: %w", name, err)
+		}
+		out[name] = t.Path(t.Minors[len(t.Minors)-1])
+	}
+	return out, nil
 }

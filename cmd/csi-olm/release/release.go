@@ -28,10 +28,12 @@ func NewCommand() *cobra.Command {
     and checks each serves the platforms its operator declares;
  3. writes the bundles with every image pinned, builds one bundle image per bundle and pushes
     it under --registry;
- 4. writes the catalogs with the pushed bundle images by digest, builds one catalog image per
-    catalog (the catalog under /configs, served by opm) and pushes it under --registry;
- 5. writes images.txt (every image), catalogs.txt (the catalog images) and an oc-mirror
-    imageset-config.yaml next to bundle/ and catalog/ in --output.
+ 4. writes the catalogs, one per OpenShift minor, with the pushed bundle images by digest,
+    builds one catalog image per catalog and minor (the catalog under /configs, served by opm)
+    and pushes it under --registry, tagged with the minor's index (certified-catalog:v4.11);
+ 5. writes images.txt (every image), catalogs.txt (the catalog images, one
+    "<catalog> <minor> <image@digest>" line each) and an oc-mirror imageset-config.yaml next to
+    bundle/ and catalog/ in --output.
 
 Nothing is written unless every step succeeded. --mirror SOURCE=MIRROR reads and pushes the
 images of SOURCE at MIRROR instead (a registry that stands in for quay.io, say); the pinned
@@ -52,7 +54,6 @@ references keep the SOURCE names, as clusters pull them.`,
 	}
 	v := version.Get()
 	cmd.Flags().StringVar(&r.Registry, "registry", "", "repository prefix the bundle and catalog images are pushed under, e.g. quay.io/csi-olm")
-	cmd.Flags().StringVar(&r.CatalogTag, "catalog-tag", "latest", "tag of the catalog images, which each release moves")
 	cmd.Flags().StringArrayVar(&r.OperatorBinaries, "operator-binary", nil, "statically linked EFS operator binary, once per platform (make operator-binaries builds them); without it, the image the newest EFS release references must already be in the registry (built from its Containerfile, say)")
 	cmd.Flags().StringVar(&r.Version, "version", v.Version, "version label of the operator image")
 	cmd.Flags().StringVar(&r.Revision, "revision", v.Commit, "source revision label of the operator image")
