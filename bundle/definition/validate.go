@@ -175,6 +175,14 @@ func (v *validator) checkReleaseMinor(where string, r Release, version semver.Ve
 			v.addf(where, "image %q is tagged for OpenShift %s, but the release is built for %s", img.Name, tm, m)
 		}
 	}
+	// A channel named like a minor pins Subscriptions to that minor's builds: a release may be in
+	// its own minor's channel and in earlier ones (which follow the cluster up), never in a later
+	// one's. Other names are left to the operator-framework validator's naming advice.
+	for _, ch := range r.Channels {
+		if cm, err := openshift.ParseMinor(ch); err == nil && m.Less(cm) {
+			v.addf(where, "channel %q is named after OpenShift %s, later than the release's minor %s", ch, cm, m)
+		}
+	}
 }
 
 func (v *validator) checkInstallModes(where string, modes []v1alpha1.InstallModeType) {

@@ -184,6 +184,13 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 			want: []string{`aws-efs-csi-driver-operator.v4.10.0: image "csi-external-provisioner" is tagged for OpenShift 4.9, but the release is built for 4.10`},
 		},
 		{
+			name: "channel named after a later minor",
+			mutate: func(ops []d.Operator) {
+				ops[efs].Releases[0].Channels = append(ops[efs].Releases[0].Channels, "4.10")
+			},
+			want: []string{`aws-efs-csi-driver-operator.v4.9.0: channel "4.10" is named after OpenShift 4.10, later than the release's minor 4.9`},
+		},
+		{
 			name: "operator's OpenShift range beside the releases' minors",
 			mutate: func(ops []d.Operator) {
 				ops[efs].OpenShiftVersions = "v4.9"
@@ -284,14 +291,17 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 
 func TestWaiverFor(t *testing.T) {
 	o := drivers.All()[efs]
-	const warning = `channel(s) ["4.9"] are not following the recommended naming convention: https://...`
-	if o.WaiverFor("4.9.0", warning) == "" {
-		t.Error("the warning on 4.9.0's channel named after its minor is not explained")
-	}
-	if got := o.WaiverFor("4.11.0", warning); got != "" {
-		t.Errorf("a waiver limited to 4.9.0 explained 4.11.0: %q", got)
+	const warning = `channel(s) ["4.10" "4.9"] are not following the recommended naming convention: https://...`
+	for _, r := range o.Releases {
+		if o.WaiverFor(r.Version, warning) == "" {
+			t.Errorf("the warning on %s's channels named after minors is not explained", r.Version)
+		}
 	}
 	if got := o.WaiverFor("4.9.0", "some other warning"); got != "" {
 		t.Errorf("an unrelated warning was explained: %q", got)
+	}
+	limited := d.Operator{Waivers: []d.Waiver{{Contains: "naming convention", Versions: []string{"4.9.0"}, Reason: "r"}}}
+	if got := limited.WaiverFor("4.11.0", warning); got != "" {
+		t.Errorf("a waiver limited to 4.9.0 explained 4.11.0: %q", got)
 	}
 }

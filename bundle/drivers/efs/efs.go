@@ -5,7 +5,6 @@
 package efs
 
 import (
-	"fmt"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	"github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -146,6 +145,7 @@ func Operator() d.Operator {
 		release("4.10", "2026-10-15T00:00:00Z"),
 		release("4.11", "2026-11-20T00:00:00Z"),
 	}
+	keepMinorChannels(releases)
 	return d.Operator{
 		Package:      names.Package,
 		CSVPrefix:    names.OperatorName,
@@ -248,18 +248,31 @@ func Operator() d.Operator {
 	}
 }
 
-// minorChannelWaivers accept the operator-framework validator's warning on the channel named
-// after each release's minor, which its naming advice (stable, fast, candidate...) does not know.
+// minorChannelWaivers accept the operator-framework validator's warning on the channels named
+// after OpenShift minors, which its naming advice (stable, fast, candidate...) does not know. The
+// warning lists the channels in no fixed order, so the waiver names none; the definition's own
+// check holds channels named like a minor to the release's minor and earlier ones.
 func minorChannelWaivers(releases []d.Release) []d.Waiver {
-	var out []d.Waiver
-	for _, r := range releases {
-		out = append(out, d.Waiver{
-			Contains: fmt.Sprintf("channel(s) [%q] are not following the recommended naming convention", r.OpenShift),
-			Versions: []string{r.Version},
-			Reason:   "OpenShift's storage operators name a channel after the OpenShift minor, beside stable (docs/architecture.md#one-catalog-per-openshift-minor)",
-		})
+	w := d.Waiver{
+		Contains: "are not following the recommended naming convention",
+		Reason:   "OpenShift's storage operators name a channel after the OpenShift minor, beside stable (docs/architecture.md#one-catalog-per-openshift-minor)",
 	}
-	return out
+	for _, r := range releases {
+		w.Versions = append(w.Versions, r.Version)
+	}
+	return []d.Waiver{w}
+}
+
+// keepMinorChannels puts each release also in the channels named after the earlier releases'
+// minors. A Subscription pinned to channel 4.9 would otherwise no longer resolve once the
+// cluster upgrades to 4.10, whose index has no channel 4.9: `catalog cluster-upgrade` reports
+// that install stranded. In each index the minor's release heads them all.
+func keepMinorChannels(releases []d.Release) {
+	for i := range releases {
+		for _, earlier := range releases[:i] {
+			releases[i].Channels = append(releases[i].Channels, earlier.OpenShift)
+		}
+	}
 }
 
 // release is the operator's build for an OpenShift minor. Its bundle goes only into that minor's
