@@ -195,7 +195,7 @@ func (s *Stack) startOLM(ctx context.Context) error {
 	env := []string{"KUBECONFIG=" + kubeconfig}
 	// A short wake-up interval re-syncs every CSV every 30 s: on a loaded 2-core machine OLM was
 	// seen to miss a CSV's deletion, which the default 5 min would leave its finalizer waiting for.
-	olm, err := s.startComponent("olm", env, s.opts.Tools.OLM,
+	olm, err := s.startComponent(OLMComponent, env, s.opts.Tools.OLM,
 		"--namespace="+OLMNamespace, "--writeStatusName=", "--writePackageServerStatusName=", "--interval=30s")
 	if err != nil {
 		return err

@@ -77,6 +77,7 @@ var openShiftCRDFiles = []string{
 	"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_apiservers-Default.crd.yaml",
 	"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_featuregates.crd.yaml",
 	"config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+	"config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusteroperators.crd.yaml",
 	"config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_networks-Default.crd.yaml",
 	"security/v1/zz_generated.crd-manifests/0000_03_config-operator_01_securitycontextconstraints.crd.yaml",
 }

@@ -3,6 +3,8 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -46,6 +48,12 @@ func (s *Stack) component(name string) (*process, func(context.Context) error, e
 // and data directory. It returns once the component serves again. The reliability campaign
 // restarts the control plane under the operator with it.
 func (s *Stack) Restart(ctx context.Context, name string) error {
+	return s.restart(ctx, name, nil, nil)
+}
+
+// restart is Restart with the environment and arguments changed: env entries replace those of
+// the same name, and args those with the same flag name (the part before "=").
+func (s *Stack) restart(ctx context.Context, name string, env, args []string) error {
 	old, ready, err := s.component(name)
 	if err != nil {
 		return err
@@ -56,7 +64,7 @@ func (s *Stack) Restart(ctx context.Context, name string) error {
 		how = "did not stop on SIGTERM; SIGKILL"
 	}
 	s.opts.Logf("%s %s after %v", name, how, time.Since(stopped).Round(10*time.Millisecond))
-	p, err := startProcess(s.Dir, name, old.detached, old.env, old.bin, old.args...)
+	p, err := startProcess(s.Dir, name, old.detached, replaceKeyed(old.env, env), old.bin, replaceKeyed(old.args, args)...)
 	if err != nil {
 		return fmt.Errorf("restarting %s: %w", name, err)
 	}
@@ -72,6 +80,22 @@ func (s *Stack) Restart(ctx context.Context, name string) error {
 		return nil
 	}
 	return poll(ctx, p, name+" serving after its restart", ready)
+}
+
+// replaceKeyed replaces the entries of list whose key (before "=") a replacement has, and adds
+// the others.
+func replaceKeyed(list, replacements []string) []string {
+	out := slices.Clone(list)
+	for _, r := range replacements {
+		key, _, _ := strings.Cut(r, "=")
+		i := slices.IndexFunc(out, func(e string) bool { k, _, _ := strings.Cut(e, "="); return k == key })
+		if i < 0 {
+			out = append(out, r)
+			continue
+		}
+		out[i] = r
+	}
+	return out
 }
 
 // Pause freezes a component with SIGSTOP, as a hung host or a network partition does: its

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -110,6 +111,44 @@ func (s *Stack) CreateImageCatalogSource(ctx context.Context, namespace, name, i
 	return s.createCatalogSource(ctx, namespace, name, operatorsv1alpha1.CatalogSourceSpec{
 		Image:         image,
 		GrpcPodConfig: &operatorsv1alpha1.GrpcPodConfig{SecurityContextConfig: operatorsv1alpha1.Restricted},
+	})
+}
+
+// SetCatalogSourceImage points an image CatalogSource at another catalog image, as an admin
+// does when the cluster moves to the next OpenShift minor and its sources become that minor's
+// index, and waits until the registry pod OLM runs for it serves the new image.
+func (s *Stack) SetCatalogSourceImage(ctx context.Context, namespace, name, image string) error {
+	cs := &operatorsv1alpha1.CatalogSource{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cs); err != nil {
+		return fmt.Errorf("reading CatalogSource %s/%s: %w", namespace, name, err)
+	}
+	patch := client.MergeFrom(cs.DeepCopy())
+	cs.Spec.Image = image
+	if err := s.Client.Patch(ctx, cs, patch); err != nil {
+		return fmt.Errorf("pointing CatalogSource %s/%s at %s: %w", namespace, name, image, err)
+	}
+	return poll(ctx, nil, "CatalogSource "+namespace+"/"+name+" serving "+image, func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := s.Client.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"olm.catalogSource": name}); err != nil {
+			return err
+		}
+		var serving []string
+		ready := false
+		for _, p := range pods.Items {
+			serving = append(serving, p.Spec.Containers[0].Image)
+			ready = ready || p.Spec.Containers[0].Image == image && PodReady(&p)
+		}
+		if !ready || len(pods.Items) != 1 {
+			return fmt.Errorf("registry pods run %v", serving)
+		}
+		var got operatorsv1alpha1.CatalogSource
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(cs), &got); err != nil {
+			return err
+		}
+		if st := got.Status.GRPCConnectionState; st == nil || st.LastObservedState != "READY" {
+			return fmt.Errorf("connection state %+v", st)
+		}
+		return nil
 	})
 }
 
@@ -221,4 +260,14 @@ func (s *Stack) pushUnpackImages(ctx context.Context) (opmRef, utilRef string, e
 		return "", "", err
 	}
 	return OPMImage, UtilImage, nil
+}
+
+// PodReady says whether the kubelet reports the pod Ready.
+func PodReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

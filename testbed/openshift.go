@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/google/uuid"
 	configv1 "github.com/openshift/api/config/v1"
 	operatorv1 "github.com/openshift/api/operator/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/openshift"
 )
 
 // OpenShiftOptions shape the OpenShift singletons a stack gets.
@@ -23,7 +26,18 @@ type OpenShiftOptions struct {
 	// CA and cloud-credential operators (openshiftcontrollers.go): the Secrets they write are
 	// what the driver's pods mount on a real node.
 	Controllers bool
+	// Version, such as "4.11.0", is the OpenShift release the cluster runs: ClusterVersion version
+	// says so, and on an OLM stack OLM judges the installed operators against it
+	// (SetOpenShiftVersion). Empty leaves the cluster without a ClusterVersion.
+	Version string
 }
+
+// OLMComponent is OLM's olm operator, by the name Restart takes.
+const OLMComponent = "olm"
+
+// OLMClusterOperator is the ClusterOperator OLM reports on in an OpenShift cluster, among its
+// conditions Upgradeable: whether installed operators let the cluster move to the next minor.
+const OLMClusterOperator = "operator-lifecycle-manager"
 
 // InstallOpenShift gives a plain API server what every OpenShift cluster has and what
 // library-go's CSI controllers wait for (docs/architecture.md#what-an-openshift-cluster-provides): the OpenShift API CRDs, the singletons
@@ -78,8 +92,72 @@ func (s *Stack) InstallOpenShift(ctx context.Context, opts OpenShiftOptions) err
 	if err := s.Client.Status().Update(ctx, infra); err != nil {
 		return fmt.Errorf("setting the Infrastructure status: %w", err)
 	}
+	if opts.Version != "" {
+		if err := s.SetOpenShiftVersion(ctx, opts.Version); err != nil {
+			return err
+		}
+	}
 	if opts.Controllers {
 		return s.runOpenShiftControllers()
 	}
 	return nil
+}
+
+// SetOpenShiftVersion makes the cluster run an OpenShift release, as the cluster-version operator
+// leaves it after an install or an upgrade: ClusterVersion version desires the release and its
+// history has it completed. On an OLM stack, OLM's olm operator then restarts, as the upgrade
+// rolls out its new release: OpenShift hands OLM the release in RELEASE_VERSION, which OLM reads
+// once, at start, and compares each installed CSV's olm.maxOpenShiftVersion with in
+// ClusterOperator operator-lifecycle-manager's Upgradeable condition. It returns once OLM
+// reports on the new release. InstallOpenShift installed the config API before.
+func (s *Stack) SetOpenShiftVersion(ctx context.Context, version string) error {
+	if _, err := openshift.MinorOf(version); err != nil {
+		return fmt.Errorf("setting the OpenShift version: %w", err)
+	}
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"}}
+	if err := s.Client.Get(ctx, client.ObjectKeyFromObject(cv), cv); apierrors.IsNotFound(err) {
+		cv.Spec = configv1.ClusterVersionSpec{ClusterID: configv1.ClusterID(uuid.NewString())}
+		if err := s.Client.Create(ctx, cv); err != nil {
+			return fmt.Errorf("creating ClusterVersion version: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("reading ClusterVersion version: %w", err)
+	}
+	now := metav1.Now()
+	for i := range cv.Status.History {
+		if cv.Status.History[i].State == configv1.PartialUpdate {
+			cv.Status.History[i].State = configv1.CompletedUpdate
+		}
+	}
+	cv.Status.Desired = configv1.Release{Version: version}
+	cv.Status.History = append([]configv1.UpdateHistory{{
+		State: configv1.CompletedUpdate, Version: version, StartedTime: now, CompletionTime: &now,
+	}}, cv.Status.History...)
+	cv.Status.ObservedGeneration = cv.Generation
+	cv.Status.VersionHash = "testbed-" + version
+	if err := s.Client.Status().Update(ctx, cv); err != nil {
+		return fmt.Errorf("setting ClusterVersion version to %s: %w", version, err)
+	}
+	if s.Level < OLM {
+		return nil
+	}
+	if err := s.restart(ctx, OLMComponent, []string{"RELEASE_VERSION=" + version}, []string{"--writeStatusName=" + OLMClusterOperator}); err != nil {
+		return err
+	}
+	olm, _, err := s.component(OLMComponent)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, olm, "ClusterOperator "+OLMClusterOperator+" at "+version, func(ctx context.Context) error {
+		co := &configv1.ClusterOperator{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Name: OLMClusterOperator}, co); err != nil {
+			return err
+		}
+		for _, v := range co.Status.Versions {
+			if v.Name == "operator" && v.Version == version {
+				return nil
+			}
+		}
+		return fmt.Errorf("ClusterOperator reports versions %v", co.Status.Versions)
+	})
 }

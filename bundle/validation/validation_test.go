@@ -111,7 +111,7 @@ func TestBrokenBundles(t *testing.T) {
 			break_: func(t *testing.T, dir string) {
 				editFile(t, filepath.Join(dir, "bundle.Dockerfile"), "channels.v1=stable", "channels.v1=fast")
 			},
-			want: []wantProblem{{"bundle.Dockerfile", `LABEL operators.operatorframework.io.bundle.channels.v1="fast,4.11" disagrees with metadata/annotations.yaml ("stable,4.11")`, validation.Error}},
+			want: []wantProblem{{"bundle.Dockerfile", `LABEL operators.operatorframework.io.bundle.channels.v1="fast,4.11,4.10,4.9" disagrees with metadata/annotations.yaml ("stable,4.11,4.10,4.9")`, validation.Error}},
 		},
 		{
 			name: "dockerfile without a label",

@@ -152,7 +152,7 @@ func TestSimulateRefusesBadStarts(t *testing.T) {
 	}{
 		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified/v4.11`},
 		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "nowhere"}, `no catalog named "nowhere"`},
-		{"certified", simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0", Channel: "fast"}, `package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.11, stable)`},
+		{"certified", simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0", Channel: "fast"}, `package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.10, 4.11, 4.9, stable)`},
 		{"certified", simulate.Start{CSV: "x.v1", Package: "absent"}, `package "absent" is not in catalog ../certified/v4.11`},
 		{"elsewhere", simulate.Start{CSV: "x.v1"}, `no catalog named "elsewhere"`},
 	} {
@@ -235,7 +235,7 @@ func TestSimulateVerbRefusesBadFlags(t *testing.T) {
 		{simulate.Simulate{Catalog: "../certified/v4.11", Output: "text"}, simulate.ErrOneStart.Error()},
 		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Start: simulate.Start{CSV: "x"}, Output: "text"}, simulate.ErrOneStart.Error()},
 		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Output: "html"}, `unknown output "html": use text, yaml, json, dot, mermaid, svg, png`},
-		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Output: "dot"}, "a picture shows one path and there are 2: start from one installed CSV"},
+		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Output: "dot"}, "a picture shows one path and there are 4: start from one installed CSV"},
 	} {
 		var out bytes.Buffer
 		tc.a.Out = &out

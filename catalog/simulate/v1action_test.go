@@ -164,7 +164,7 @@ func TestSimulateV1Text(t *testing.T) {
 	}
 	const want = `certified-v4.11: package aws-efs-operator, any channel (latest aws-efs-csi-driver-operator.v4.11.0)
   installed  aws-efs-operator.v0.0.6 (0.0.6, from community-v4.11)
-  1. aws-efs-csi-driver-operator.v4.11.0 (4.11.0) by skipRange >=0.0.6 <4.11.0 in channel 4.11
+  1. aws-efs-csi-driver-operator.v4.11.0 (4.11.0) by skipRange >=0.0.6 <4.11.0 in channel 4.10
   operator-controller settles on aws-efs-csi-driver-operator.v4.11.0, the latest.
 `
 	if out.String() != want {
@@ -181,8 +181,8 @@ func TestSimulateV1PictureMarksThePath(t *testing.T) {
 	for _, want := range []string{
 		`"foreign/aws-efs-operator.v0.0.6" [label="community 0.0.6\ninstalled", style="rounded,dashed", color="#1f6feb"`,
 		// operator-controller, asked for no channel, reports the first that has the step.
-		`"4.11/aws-efs-csi-driver-operator.v4.11.0" [label="4.11.0\nhead\nstep 1", style="rounded,bold", color="#1f6feb"`,
-		`"foreign/aws-efs-operator.v0.0.6" -> "4.11/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange step 1", style=dotted, color="#1f6feb"`,
+		`"4.10/aws-efs-csi-driver-operator.v4.11.0" [label="4.11.0\nhead\nstep 1", style="rounded,bold", color="#1f6feb"`,
+		`"foreign/aws-efs-operator.v0.0.6" -> "4.10/aws-efs-csi-driver-operator.v4.11.0" [label="skipRange step 1", style=dotted, color="#1f6feb"`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("picture lacks %s:\n%s", want, out.String())
@@ -230,7 +230,7 @@ func TestSimulateV1RefusesBadStarts(t *testing.T) {
 	}{
 		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified/v4.11`},
 		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0"}, Channels: []string{"fast"}},
-			`package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.11, stable)`},
+			`package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.10, 4.11, 4.9, stable)`},
 		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, InstalledFrom: "../community/v4.11", Catalog: "../certified/v4.11"}, ""},
 		{simulate.Simulate{}, simulate.ErrOneStart.Error()},
 		{simulate.Simulate{All: true, Output: "dot"}, "a picture shows one path and there are 2: start from one installed bundle"},

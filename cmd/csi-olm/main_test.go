@@ -137,7 +137,7 @@ func TestCatalogErrorsNameTheFlags(t *testing.T) {
 		{[]string{"catalog", "simulate", certified, "--installed", "aws-efs-operator.v0.0.6"},
 			`CSV "aws-efs-operator.v0.0.6" is not in catalog ../../catalog/certified/v4.11: name the catalog it was installed from with --installed-from`},
 		{[]string{"catalog", "simulate", certified, "--installed", "aws-efs-csi-driver-operator.v4.11.0", "--channel", "fast"},
-			`has no channel "fast" (channels: 4.11, stable): name one with --channel`},
+			`has no channel "fast" (channels: 4.10, 4.11, 4.9, stable): name one with --channel`},
 		{[]string{"catalog", "simulate", certified, "--all", "--existing-operator", "cert-manager", "--with-catalog", community + ",priority=high"},
 			"installed operator \"cert-manager\" is not PACKAGE@VERSION with a semver version\n  catalog \"" + community + ",priority=high\": \"priority=high\" is not priority=N"},
 	} {

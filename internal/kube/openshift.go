@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
@@ -16,6 +17,10 @@ import (
 // ClusterVersionName is the one ClusterVersion of an OpenShift cluster.
 const ClusterVersionName = "version"
 
+// ErrNoClusterVersion is ClusterMinor's error on a cluster that does not say which OpenShift it
+// runs: a plain Kubernetes cluster, or one whose cluster-version operator has not written it.
+var ErrNoClusterVersion = errors.New("the cluster has no ClusterVersion " + ClusterVersionName + ": it does not say which OpenShift it runs")
+
 // ClusterMinor reads the OpenShift minor a cluster runs, as its config API serves it: the minor of
 // ClusterVersion version's desired release, the one the cluster runs or is moving to, whose
 // catalogs OLM reads; or, when it names none, of the newest release of its history.
@@ -27,7 +32,7 @@ func ClusterMinor(ctx context.Context, cfg *rest.Config) (openshift.Minor, error
 	cv, err := cs.ConfigV1().ClusterVersions().Get(ctx, ClusterVersionName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
-		return openshift.Minor{}, fmt.Errorf("the cluster has no ClusterVersion %s: it does not say which OpenShift it runs", ClusterVersionName)
+		return openshift.Minor{}, ErrNoClusterVersion
 	case err != nil:
 		return openshift.Minor{}, fmt.Errorf("reading ClusterVersion %s: %w", ClusterVersionName, err)
 	}

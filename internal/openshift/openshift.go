@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/blang/semver/v4"
+	"github.com/distribution/reference"
 )
 
 // Minor is an OpenShift minor version, 4.N.
@@ -176,4 +177,20 @@ func (m Minor) normalized() Minor {
 // IncompatibleOperatorsInstalled), when the next minor is past the max.
 func BlocksUpgrade(current, max Minor) bool {
 	return max.normalized().Less(current.normalized().Next())
+}
+
+// IndexOfImage is the minor a catalog image is the index of, by its tag as OpenShift names its
+// indexes (redhat-operator-index:v4.11) and `csi-olm release` its catalog images. ok is false when
+// the reference has no tag naming a minor, such as a reference by digest alone.
+func IndexOfImage(image string) (m Minor, ok bool) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return Minor{}, false
+	}
+	tagged, isTagged := named.(reference.Tagged)
+	if !isTagged || !strings.HasPrefix(tagged.Tag(), "v") {
+		return Minor{}, false
+	}
+	m, err = ParseMinor(tagged.Tag())
+	return m, err == nil
 }

@@ -137,3 +137,29 @@ func TestMaxVersionAsOLMJudgesIt(t *testing.T) {
 		}
 	}
 }
+
+func TestIndexOfImage(t *testing.T) {
+	const digest = "@sha256:4b0f8e2b0a4d5e2f3c1a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8e"
+	for _, tc := range []struct {
+		image string
+		want  string // "" when the image names no minor
+	}{
+		{"registry.redhat.io/redhat/redhat-operator-index:v4.11", "4.11"},
+		{"localhost:5000/csi-olm/certified-catalog:v4.9" + digest, "4.9"},
+		{"quay.io/org/catalog:v5.0", "5.0"},
+		{"quay.io/org/catalog" + digest, ""},
+		{"quay.io/org/catalog:latest", ""},
+		{"quay.io/org/catalog:4.11", ""}, // a sidecar's tag, not an index's
+		{"quay.io/org/catalog:v3.11", ""},
+		{"not a reference", ""},
+	} {
+		m, ok := IndexOfImage(tc.image)
+		got := ""
+		if ok {
+			got = m.String()
+		}
+		if got != tc.want {
+			t.Errorf("IndexOfImage(%q) = %q, want %q", tc.image, got, tc.want)
+		}
+	}
+}

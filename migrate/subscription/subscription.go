@@ -24,6 +24,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/internal/olmresolver"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/internal/migration"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -138,6 +139,8 @@ func (m *Migrate) permissions(ctx context.Context, mig *migration.Migration) []k
 		{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: namespace},
 		{Verb: "list", Group: sharedvolumev1alpha1.GroupVersion.Group, Resource: "sharedvolumes"},
 		{Verb: "get", Group: operatorv1.GroupName, Resource: "clustercsidrivers"},
+		// The target catalog must be the index of the cluster's OpenShift minor.
+		{Verb: "get", Group: "config.openshift.io", Resource: "clusterversions"},
 	}
 	// Planning asks the target catalog; one served in the cluster is reached by port-forward.
 	var cs operatorsv1alpha1.CatalogSource
@@ -242,6 +245,13 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 	if plan.From.Source == m.Source && plan.From.SourceNamespace == m.SourceNamespace && (m.Channel == "" || m.Channel == plan.From.Channel) {
 		return nil, fmt.Errorf("Subscription %s already uses catalog %s/%s, channel %s: there is nothing to migrate", ref, m.SourceNamespace, m.Source, plan.From.Channel)
 	}
+	warning, err := m.checkCatalogMinor(ctx, c, config)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		plan.Warnings = append(plan.Warnings, warning)
+	}
 	cs, err := olm.ReadyCatalogSource(ctx, c, m.SourceNamespace, m.Source)
 	if err != nil {
 		return nil, err
@@ -298,6 +308,38 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 		}
 	}
 	return plan, nil
+}
+
+// checkCatalogMinor refuses a target catalog built for another OpenShift minor than the
+// cluster's: each minor's index holds that minor's builds, whose sidecars and
+// olm.maxOpenShiftVersion are for it, and the Subscription would install one on a cluster it was
+// not built for. The catalog's minor is its image's tag (v4.N), as OpenShift names its indexes and
+// `csi-olm release` its catalog images. What cannot be told, a cluster that names no release or a
+// catalog served by address or digest alone, is a warning.
+func (m *Migrate) checkCatalogMinor(ctx context.Context, c client.Client, config *rest.Config) (warning string, err error) {
+	ref := m.SourceNamespace + "/" + m.Source
+	var cs operatorsv1alpha1.CatalogSource
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: m.SourceNamespace, Name: m.Source}, &cs); {
+	case apierrors.IsNotFound(err):
+		return "", nil // olm.ReadyCatalogSource says so, and how to find the sources there are
+	case err != nil:
+		return "", fmt.Errorf("reading the target CatalogSource %s: %w", ref, err)
+	}
+	cluster, err := kube.ClusterMinor(ctx, config)
+	if errors.Is(err, kube.ErrNoClusterVersion) {
+		return fmt.Sprintf("%v: check that catalog %s is the index of the cluster's OpenShift minor", err, ref), nil
+	} else if err != nil {
+		return "", err
+	}
+	index, ok := openshift.IndexOfImage(cs.Spec.Image)
+	switch {
+	case !ok:
+		return fmt.Sprintf("catalog %s (image %q) does not name the OpenShift minor it is built for in a v4.N tag: check that it is the %s index, as the cluster runs OpenShift %s", ref, cs.Spec.Image, cluster.Index(), cluster), nil
+	case index != cluster:
+		return "", fmt.Errorf("catalog %s serves %s, the index of OpenShift %s, but the cluster runs OpenShift %s (ClusterVersion %s): its bundles are built for another minor; point the CatalogSource at the %s index, or pick the source that serves it, and run again: nothing was changed",
+			ref, cs.Spec.Image, index, cluster, kube.ClusterVersionName, cluster.Index())
+	}
+	return "", nil
 }
 
 func (m *Migrate) print(plan *Plan) error {

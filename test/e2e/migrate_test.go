@@ -19,11 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/cso"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
+	"github.com/csi-olm/csi-olm/release"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -53,7 +56,22 @@ func TestMigrateSubscription(t *testing.T) {
 	defer cancel()
 	e := installCommunityEFS(ctx, t, startOLMFixture(ctx, t))
 	c := e.stack.Client
+
+	// A catalog image of another minor's index is refused before anything changes.
+	older := openshift.Minor{Major: clusterMinor.Major, Minor: clusterMinor.Minor - 1}
+	olderImage := release.CatalogImage("localhost:5000/csi-olm", string(definition.Certified), older.Index())
+	must(t, c.Create(ctx, &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Name: "certified-operators-" + older.Index(), Namespace: testbed.OLMNamespace},
+		Spec:       operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Image: olderImage},
+	}))
 	before := snapshot(ctx, t, c)
+	var refused bytes.Buffer
+	err := (&subscription.Migrate{Options: options(e.stack, false, &refused), Source: "certified-operators-" + older.Index(), SourceNamespace: testbed.OLMNamespace}).Run(ctx)
+	wantRefusal := fmt.Sprintf("serves %s, the index of OpenShift %s, but the cluster runs OpenShift %s", olderImage, older, clusterMinor)
+	if err == nil || !strings.Contains(err.Error(), wantRefusal) || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Errorf("migrating to the %s catalog on a cluster at %s: %v, want an error saying %q\n%s", older.Index(), clusterMinor, err, wantRefusal, refused.String())
+	}
+	assertUnchanged(ctx, t, c, before)
 
 	var out bytes.Buffer
 	must(t, migrateSubscription(ctx, e.stack, true, &out))

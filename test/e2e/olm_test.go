@@ -40,7 +40,7 @@ func startOLMFixture(ctx context.Context, t testing.TB) *olmFixture {
 	t.Helper()
 	s := testutil.StartTestBed(t, testbed.OLM)
 	// The supported CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it.
-	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{}); err != nil {
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Version: clusterRelease(clusterMinor)}); err != nil {
 		t.Fatal(err)
 	}
 	catalogs := filepath.Join("..", "..", "catalog")

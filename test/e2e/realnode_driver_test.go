@@ -83,7 +83,7 @@ func driverPods(ctx context.Context, c client.Client, ns string) ([]corev1.Pod, 
 
 // podProblem says why a pod is not Running and Ready with every container up, "" when it is.
 func podProblem(p *corev1.Pod) string {
-	if p.Status.Phase == corev1.PodRunning && podReady(p) {
+	if p.Status.Phase == corev1.PodRunning && testbed.PodReady(p) {
 		return ""
 	}
 	var waiting []string

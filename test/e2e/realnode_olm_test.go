@@ -33,6 +33,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/operator/assets"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -42,10 +43,6 @@ import (
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
-
-// certifiedCSVFile is the newest EFS CSV as the repository ships it.
-var certifiedCSVFile = filepath.Join("..", "..", "bundle", efsPackage, strings.TrimPrefix(certifiedHeadCSV, "aws-efs-csi-driver-operator.v"),
-	"manifests", certifiedHeadCSV+".clusterserviceversion.yaml")
 
 // readCSV reads a committed CSV.
 func readCSV(t testing.TB, file string) *operatorsv1alpha1.ClusterServiceVersion {
@@ -71,17 +68,15 @@ func csvDeployment(t testing.TB, file string) operatorsv1alpha1.StrategyDeployme
 	return specs[0]
 }
 
-// shippedOperator is the operator Deployment of the newest CSV: its image is what the test
-// pushes the tree's operator image as, and its pod is what OLM must run unchanged.
-func shippedOperator(t testing.TB) operatorsv1alpha1.StrategyDeploymentSpec {
-	t.Helper()
-	return csvDeployment(t, certifiedCSVFile)
+// committedCSVFile is the committed CSV of an EFS release.
+func committedCSVFile(version string) string {
+	return filepath.Join("..", "..", "bundle", efsPackage, version, "manifests", "aws-efs-csi-driver-operator.v"+version+".clusterserviceversion.yaml")
 }
 
 // pushOperatorAndCatalog builds the tree's operator image and certified catalog image and
 // pushes them: the operator under the very reference the shipped CSV names, the catalog under
 // the stack's registry. It returns the catalog image's reference.
-func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string) string {
+func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string, minor openshift.Minor) string {
 	t.Helper()
 	ctx := context.Background()
 	binary, err := os.ReadFile(testutil.BuildStatic(t, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator", "amd64"))
@@ -95,7 +90,7 @@ func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string) 
 	if _, err := s.RegistryClient().Push(ctx, operatorRef, idx); err != nil {
 		t.Fatal(err)
 	}
-	catalogRef, err := s.PushCatalogImage(ctx, "certified-catalog", tree.Path(filepath.Join("..", "..", "catalog", "certified"), clusterMinor))
+	catalogRef, err := s.PushCatalogImage(ctx, "certified-catalog", tree.Path(filepath.Join("..", "..", "catalog", "certified"), minor))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,9 +159,9 @@ func operatorStaysUp(ctx context.Context, t *testing.T, s *testbed.Stack, pod *c
 		t.Fatal(err)
 	}
 	logs := podLog(ctx, kubeClient(s), pod)
-	if restarts := restartCount(&after); after.UID != pod.UID || restarts != 0 || !podReady(&after) {
+	if restarts := restartCount(&after); after.UID != pod.UID || restarts != 0 || !testbed.PodReady(&after) {
 		t.Fatalf("%s after Ready, the operator pod (UID %s, was %s) has %d restarts, Ready=%v; log:\n%s",
-			time.Since(readySince).Round(time.Second), after.UID, pod.UID, restarts, podReady(&after), tailLines(logs, 30))
+			time.Since(readySince).Round(time.Second), after.UID, pod.UID, restarts, testbed.PodReady(&after), tailLines(logs, 30))
 	}
 	if line := firstLineWith(logs, "forbidden"); line != "" {
 		t.Errorf("the operator was refused by the API server: %s", line)
@@ -191,7 +186,7 @@ func volumeMetricsReachTheNodePlugin(ctx context.Context, t *testing.T, s *testb
 		var seen []string
 		for i := range pods {
 			p := &pods[i]
-			if !strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-") || p.DeletionTimestamp != nil || !podReady(p) {
+			if !strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-") || p.DeletionTimestamp != nil || !testbed.PodReady(p) {
 				continue
 			}
 			line := firstLineWith(containerLog(ctx, s, p, "efs-plugin", 0), csistandin.VolumeMetricsLog)
@@ -373,24 +368,32 @@ func (f catalogForm) String() string { return [...]string{"published", "offline"
 func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack, form catalogForm) (*corev1.Pod, operatorsv1alpha1.StrategyDeploymentSpec, map[string]time.Duration) {
 	tb.Helper()
 	c := s.Client
-	ns := operatorHubNamespace(ctx, tb, s, readCSV(tb, certifiedCSVFile))
+	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it. The
+	// driver's controller pod mounts what the service CA and cloud-credential operators write.
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true, Version: clusterRelease(clusterMinor)}); err != nil {
+		tb.Fatal(err)
+	}
+	// The admin adds the index of the minor the cluster reports, as README.md says, and installs
+	// that minor's release.
+	minor, err := kube.ClusterMinor(ctx, s.Config)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rel := efsReleaseFor(tb, minor)
+	ns := operatorHubNamespace(ctx, tb, s, readCSV(tb, committedCSVFile(rel.Version)))
 	timings := map[string]time.Duration{}
 	var catalogRef string
 	var shipped operatorsv1alpha1.StrategyDeploymentSpec
 	switch form {
 	case publishedCatalog:
 		p := publish(tb, s)
-		catalogRef, shipped = p.catalog(tb, definition.Certified), p.operator(tb)
+		catalogRef, shipped = p.catalogAt(tb, definition.Certified, minor), csvDeployment(tb, p.csvFile(efsPackage, rel.Version))
 	case offlineCatalog:
-		shipped = shippedOperator(tb)
-		catalogRef = pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image)
+		shipped = csvDeployment(tb, committedCSVFile(rel.Version))
+		catalogRef = pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image, minor)
 		pushDriverImages(tb, s, shipped.Spec.Template.Spec.Containers[0])
 	}
-	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it. The
-	// driver's controller pod mounts what the service CA and cloud-credential operators write.
-	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true}); err != nil {
-		tb.Fatal(err)
-	}
+	headCSV := readCSV(tb, committedCSVFile(rel.Version)).Name
 	begin := time.Now()
 	if err := s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, certifiedSource, catalogRef); err != nil {
 		tb.Fatal(err)
@@ -407,7 +410,7 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 	}); err != nil {
 		tb.Fatal(err)
 	}
-	csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certifiedHeadCSV}}
+	csv := &operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: headCSV}}
 	if err := testutil.Eventually(ctx, "CSV "+csv.Name+" created", func(ctx context.Context) error {
 		return c.Get(ctx, client.ObjectKeyFromObject(csv), csv)
 	}); err != nil {
@@ -415,12 +418,12 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 	}
 	created := time.Now()
 	timings["Subscription -> CSV created"] = created.Sub(begin)
-	if err := testbed.WaitForCSV(ctx, c, ns, certifiedHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+	if err := testbed.WaitForCSV(ctx, c, ns, headCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
 		tb.Fatal(err)
 	}
 	pod := operatorPod(ctx, tb, c, ns, shipped)
 	timings["CSV created -> operator pod Ready"] = time.Since(created)
-	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV)); err != nil {
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+headCSV, olm.AtLatestKnown(headCSV)); err != nil {
 		tb.Fatal(err)
 	}
 	return pod, shipped, timings
@@ -546,7 +549,7 @@ func operatorPod(ctx context.Context, t testing.TB, c client.Client, ns string, 
 			return fmt.Errorf("%d operator pods", len(pods.Items))
 		}
 		pod = &pods.Items[0]
-		if !podReady(pod) {
+		if !testbed.PodReady(pod) {
 			return fmt.Errorf("pod %s: phase %s, container statuses %+v", pod.Name, pod.Status.Phase, pod.Status.ContainerStatuses)
 		}
 		return nil
@@ -588,15 +591,6 @@ func assertRunsAsShipped(t *testing.T, pod *corev1.Pod, shipped operatorsv1alpha
 			t.Errorf("the operator is given a kubeconfig (%s); it must use in-cluster configuration", arg)
 		}
 	}
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func restartCount(p *corev1.Pod) int32 {

@@ -161,7 +161,7 @@ func waitForOLMv1Operator(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			running = append(running, p.Name+" "+p.Spec.Containers[0].Image)
-			if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == image && podReady(p) {
+			if p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == image && testbed.PodReady(p) {
 				pod = p
 				return nil
 			}

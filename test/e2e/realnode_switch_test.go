@@ -53,24 +53,30 @@ func communityOperator(t testing.TB) corev1.Container {
 	return csvDeployment(t, communityCSVFile).Spec.Template.Spec.Containers[0]
 }
 
-// TestSourceSwitchOnRealNode is the community user's upgrade on a real node: the community
-// operator installed from the community catalog image (its pod runs a stand-in of the community
-// image, which is not built here) with the driver it deployed running on the node, then only the
-// Subscription's source switched to the certified catalog image. OLM must replace the CSV with
-// the supported operator, whose pod runs from its image as the CSV ships it, and which adopts
-// the running driver in place for the ClusterCSIDriver.
+// TestSourceSwitchOnRealNode is the community user's upgrade on a real node, on a cluster at the
+// oldest minor the EFS operator has a release for: the community operator installed from that
+// minor's community catalog image (its pod runs a stand-in of the community image, which is not
+// built here) with the driver it deployed running on the node, then only the Subscription's
+// source switched to that minor's certified catalog image. OLM must replace the CSV with the
+// minor's release of the supported operator, whose pod runs from its image as the CSV ships it,
+// and which adopts the running driver in place for the ClusterCSIDriver. The cluster then
+// upgrades minor by minor, with OLM judging the installed release at each and taking it where
+// `catalog cluster-upgrade` says (upgradeClusterThroughMinors).
 func TestSourceSwitchOnRealNode(t *testing.T) {
 	stopRealNode() // a new cluster: a Subscription of another flow would stand in the way
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	c, ns := s.Client, testbed.OperatorsNamespace
+	releases := efsReleases(t)
+	first, minor := releases[0], minorOf(t, releases[0])
 
-	// Both catalogs as a release published them, bundles as images.
+	// Both catalogs of the cluster's minor as a release published them, bundles as images.
 	p := publish(t, s)
-	shipped := p.operator(t)
-	communityRef, certifiedRef := p.catalog(t, definition.Community), p.catalog(t, definition.Certified)
-	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true}); err != nil {
+	firstCSV := readCSV(t, p.csvFile(efsPackage, first.Version)).Name
+	shipped := csvDeployment(t, p.csvFile(efsPackage, first.Version))
+	communityRef, certifiedRef := p.catalogAt(t, definition.Community, minor), p.catalogAt(t, definition.Certified, minor)
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true, Version: clusterRelease(minor)}); err != nil {
 		t.Fatal(err)
 	}
 	for name, ref := range map[string]string{communitySource: communityRef, certifiedSource: certifiedRef} {
@@ -107,10 +113,10 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	if err := f.switchSource(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+certifiedHeadCSV, olm.AtLatestKnown(certifiedHeadCSV)); err != nil {
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+firstCSV, olm.AtLatestKnown(firstCSV)); err != nil {
 		t.Fatal(err)
 	}
-	if err := testbed.WaitForCSV(ctx, c, ns, certifiedHeadCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
+	if err := testbed.WaitForCSV(ctx, c, ns, firstCSV, operatorsv1alpha1.CSVPhaseSucceeded); err != nil {
 		t.Fatal(err)
 	}
 	pod := operatorPod(ctx, t, c, ns, shipped)
@@ -138,6 +144,7 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	if n := notEnabledSeries(ctx, t, s, ns, scrapeOperator(ctx, t, s, ns)); n != 0 {
 		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
 	}
+	upgradeClusterThroughMinors(ctx, t, s, p, ns, releases)
 }
 
 // envOf is the value of a container's environment variable, "" when it has none.

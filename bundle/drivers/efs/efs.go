@@ -269,8 +269,8 @@ func minorChannelWaivers(releases []d.Release) []d.Waiver {
 // that install stranded. In each index the minor's release heads them all.
 func keepMinorChannels(releases []d.Release) {
 	for i := range releases {
-		for _, earlier := range releases[:i] {
-			releases[i].Channels = append(releases[i].Channels, earlier.OpenShift)
+		for j := i - 1; j >= 0; j-- {
+			releases[i].Channels = append(releases[i].Channels, releases[j].OpenShift)
 		}
 	}
 }
