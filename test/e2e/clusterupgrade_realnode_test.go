@@ -23,11 +23,12 @@ import (
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
-// efsReleases are the EFS operator's releases, each built for one OpenShift minor, oldest first.
+// efsReleases are the supported EFS operator's releases, each built for one OpenShift minor,
+// oldest first.
 func efsReleases(tb testing.TB) []definition.Release {
 	tb.Helper()
 	for _, o := range drivers.All() {
-		if o.Package == efsPackage {
+		if o.Package == efsPackage && o.Catalog == definition.Certified {
 			releases := slices.Clone(o.Releases)
 			slices.SortFunc(releases, func(a, b definition.Release) int {
 				return minorOf(tb, a).Compare(minorOf(tb, b))
@@ -85,11 +86,16 @@ func maxOpenShiftVersionOf(tb testing.TB, csv *operatorsv1alpha1.ClusterServiceV
 }
 
 // waitUpgradeable waits until OLM's ClusterOperator says what OpenShift must say of a cluster at
-// minor cluster with csv installed: Upgradeable=False naming the CSV when its
+// minor cluster with CSV name installed: Upgradeable=False naming the CSV when its
 // olm.maxOpenShiftVersion holds the cluster at its minor, which `catalog cluster-upgrade` reports
-// with openshift.BlocksUpgrade; True otherwise.
-func waitUpgradeable(ctx context.Context, tb testing.TB, s *testbed.Stack, ns string, csv *operatorsv1alpha1.ClusterServiceVersion, cluster openshift.Minor) {
+// with openshift.BlocksUpgrade; True otherwise. The max version is read from the installed CSV,
+// where OLM put the bundle's properties.
+func waitUpgradeable(ctx context.Context, tb testing.TB, s *testbed.Stack, ns, name string, cluster openshift.Minor) {
 	tb.Helper()
+	csv := &operatorsv1alpha1.ClusterServiceVersion{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, csv); err != nil {
+		tb.Fatal(err)
+	}
 	max := maxOpenShiftVersionOf(tb, csv)
 	blocks := openshift.BlocksUpgrade(cluster, max)
 	want := fmt.Sprintf("- maximum supported OCP version for %s/%s is %s", ns, csv.Name, max)
@@ -137,11 +143,11 @@ func upgradeClusterThroughMinors(ctx context.Context, t *testing.T, s *testbed.S
 	if err != nil {
 		t.Fatal(err)
 	}
-	installed := readCSV(t, p.csvFile(efsPackage, releases[0].Version))
+	installed := readCSV(t, p.csvFile(efsPackage, releases[0].Version)).Name
 	waitUpgradeable(ctx, t, s, ns, installed, minorOf(t, releases[0]))
 	for i, next := range releases[1:] {
 		from, to := minorOf(t, releases[i]), minorOf(t, next)
-		want := predicted(t, report, from, to, "stable", installed.Name)
+		want := predicted(t, report, from, to, "stable", installed)
 		begin := time.Now()
 		must(t, s.SetOpenShiftVersion(ctx, clusterRelease(to)))
 		// Until its catalog is the new minor's, the cluster still runs the old release.
@@ -151,9 +157,9 @@ func upgradeClusterThroughMinors(ctx context.Context, t *testing.T, s *testbed.S
 			t.Fatal(err)
 		}
 		must(t, testbed.WaitForCSV(ctx, s.Client, ns, want, operatorsv1alpha1.CSVPhaseSucceeded))
-		installed = readCSV(t, p.csvFile(efsPackage, next.Version))
-		if installed.Name != want {
-			t.Fatalf("the check takes %s to %s on the cluster's upgrade to %s, not to that minor's release %s", releases[i].Version, want, to, installed.Name)
+		installed = readCSV(t, p.csvFile(efsPackage, next.Version)).Name
+		if installed != want {
+			t.Fatalf("the check takes %s to %s on the cluster's upgrade to %s, not to that minor's release %s", releases[i].Version, want, to, installed)
 		}
 		shipped := csvDeployment(t, p.csvFile(efsPackage, next.Version))
 		assertRunsAsShipped(t, operatorPod(ctx, t, s.Client, ns, shipped), shipped)

@@ -16,6 +16,7 @@ import (
 	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -60,10 +61,11 @@ func TestMigrateSubscription(t *testing.T) {
 	// A catalog image of another minor's index is refused before anything changes.
 	older := openshift.Minor{Major: clusterMinor.Major, Minor: clusterMinor.Minor - 1}
 	olderImage := release.CatalogImage("localhost:5000/csi-olm", string(definition.Certified), older.Index())
-	must(t, c.Create(ctx, &operatorsv1alpha1.CatalogSource{
+	olderSource := &operatorsv1alpha1.CatalogSource{
 		ObjectMeta: metav1.ObjectMeta{Name: "certified-operators-" + older.Index(), Namespace: testbed.OLMNamespace},
 		Spec:       operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc, Image: olderImage},
-	}))
+	}
+	must(t, c.Create(ctx, olderSource))
 	before := snapshot(ctx, t, c)
 	var refused bytes.Buffer
 	err := (&subscription.Migrate{Options: options(e.stack, false, &refused), Source: "certified-operators-" + older.Index(), SourceNamespace: testbed.OLMNamespace}).Run(ctx)
@@ -72,6 +74,15 @@ func TestMigrateSubscription(t *testing.T) {
 		t.Errorf("migrating to the %s catalog on a cluster at %s: %v, want an error saying %q\n%s", older.Index(), clusterMinor, err, wantRefusal, refused.String())
 	}
 	assertUnchanged(ctx, t, c, before)
+	// Its image is pushed nowhere, and OLM resolves every Subscription against every source of
+	// its global namespace: the source goes before anything resolves again.
+	must(t, c.Delete(ctx, olderSource))
+	must(t, testutil.Eventually(ctx, "CatalogSource "+olderSource.Name+" gone", func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(olderSource), olderSource); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	}))
 
 	var out bytes.Buffer
 	must(t, migrateSubscription(ctx, e.stack, true, &out))

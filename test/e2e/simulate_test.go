@@ -346,12 +346,13 @@ func approveNew(ctx context.Context, kc client.Client, ns string, stale map[stri
 	return nil
 }
 
-// fromClusterAgrees runs `catalog simulate --from-cluster` on the certified catalog and checks
-// that its path for this namespace's Subscription is want.
+// fromClusterAgrees runs `catalog simulate --from-cluster` on the tree of certified catalogs,
+// which reads the catalog of the minor the cluster's ClusterVersion names, and checks that its
+// path for this namespace's Subscription is want.
 func (c crossCheck) fromClusterAgrees(ctx context.Context, s *testbed.Stack, ns string, want []string) error {
 	var out bytes.Buffer
 	a := &simulate.Simulate{
-		Catalog: tree.Path(filepath.Join("..", "..", "catalog", "certified"), clusterMinor), FromCluster: true,
+		Catalog: filepath.Join("..", "..", "catalog", "certified"), FromCluster: true,
 		Cluster: kube.ClusterOptions{Config: s.Config}, Output: "json", Out: &out,
 	}
 	if err := a.Run(ctx); err != nil {
