@@ -33,11 +33,9 @@ package simulate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -46,7 +44,6 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/validation"
@@ -222,57 +219,35 @@ type Scope func(catalogs map[string]*index.Catalog) []string
 // large catalog. A nil scope serves every package.
 func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulator, error) {
 	s := &Simulator{catalogs: map[string]*loaded{}, memo: map[string]resolution{}}
+	configs := map[string]*declcfg.DeclarativeConfig{}
+	indexes := map[string]*index.Catalog{}
 	for _, c := range catalogs {
 		if _, dup := s.catalogs[c.Name]; dup {
 			return nil, fmt.Errorf("two catalogs are named %q: name them apart", c.Name)
 		}
-		s.catalogs[c.Name] = &loaded{Catalog: c}
-	}
-	// Parsing a catalog and building its registry's cache are each one core's work, and a tree
-	// of per-minor catalogs has a dozen of them: one catalog per core.
-	configs := make([]*declcfg.DeclarativeConfig, len(catalogs))
-	if err := eachOnACore(ctx, len(catalogs), func(i int) error {
-		c := catalogs[i]
 		v, problems := validation.Load(ctx, c.FS, c.Dir)
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("loading %s: %w", c.Dir, err)
+			return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
 		}
 		if len(problems) > 0 {
-			return &BrokenCatalogError{Dir: c.Dir, Problems: problems}
+			return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
 		}
-		configs[i] = v.Config
-		s.catalogs[c.Name].idx = index.New(v.Config)
-		return nil
-	}); err != nil {
-		return nil, err
+		s.catalogs[c.Name] = &loaded{Catalog: c, idx: index.New(v.Config)}
+		configs[c.Name], indexes[c.Name] = v.Config, s.catalogs[c.Name].idx
 	}
 	var packages map[string]bool
 	if scope != nil {
-		indexes := map[string]*index.Catalog{}
-		for name, l := range s.catalogs {
-			indexes[name] = l.idx
-		}
 		packages = reach(slices.Collect(maps.Values(indexes)), scope(indexes))
 	}
-	servers := make([]*served, len(catalogs))
-	err := eachOnACore(ctx, len(catalogs), func(i int) error {
-		srv, err := serve(ctx, catalogs[i].FS, configs[i], packages)
-		if err != nil {
-			return fmt.Errorf("serving %s: %w", catalogs[i].Dir, err)
-		}
-		servers[i] = srv
-		return nil
-	})
 	var sources []olmresolver.Source
-	for i, srv := range servers {
-		if srv != nil {
-			s.close = append(s.close, srv.close)
-			sources = append(sources, olmresolver.Source{Name: catalogs[i].Name, Priority: catalogs[i].Priority, Client: srv.client})
+	for _, c := range catalogs {
+		srv, err := serve(ctx, c.FS, configs[c.Name], packages)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("serving %s: %w", c.Dir, err)
 		}
-	}
-	if err != nil {
-		s.Close()
-		return nil, err
+		s.close = append(s.close, srv.close)
+		sources = append(sources, olmresolver.Source{Name: c.Name, Priority: c.Priority, Client: srv.client})
 	}
 	r, err := olmresolver.New(sources...)
 	if err != nil {
@@ -281,25 +256,6 @@ func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulato
 	}
 	s.resolver = r
 	return s, nil
-}
-
-// eachOnACore runs fn for 0..n-1, GOMAXPROCS at a time, and returns the errors of all that
-// failed.
-func eachOnACore(ctx context.Context, n int, fn func(i int) error) error {
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	errs := make([]error, n)
-	for i := range n {
-		g.Go(func() error {
-			if ctx.Err() != nil {
-				return nil
-			}
-			errs[i] = fn(i)
-			return nil
-		})
-	}
-	_ = g.Wait()
-	return errors.Join(errs...)
 }
 
 // Close stops the in-process registries.
