@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -206,6 +207,77 @@ func TestRefusesWhatIsNoTree(t *testing.T) {
 		var oe *option.Error
 		if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.field != "") != (errors.As(err, &oe) && oe.Field == tc.field) {
 			t.Errorf("%+v: %v, want an error about %q saying %q", tc.a, err, tc.field, tc.want)
+		}
+	}
+}
+
+// On the field tree's first two minors, each kind of package the tree builds meets the fate
+// the field gives it: one missing from the next minor's index strands its installs, one capped
+// at its minor blocks the cluster, one capped at the next minor does not, and one versioned with
+// OpenShift moves its channel stable to the next minor's release while its minor's channel is
+// gone.
+func TestFieldTreeOutcomes(t *testing.T) {
+	root := t.TempDir()
+	if err := synthcatalog.WriteFieldTree(root, 2); err != nil {
+		t.Fatal(err)
+	}
+	r, err := clusterupgrade.Check(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steps) != 1 {
+		t.Fatalf("%d cluster upgrades followed, want 1:\n%s", len(r.Steps), clusterupgrade.Text(r))
+	}
+	minors := synthcatalog.FieldTreeMinors()
+	for k, step := range r.Steps {
+		to := minors[k+1]
+		byPackage := map[string][]clusterupgrade.Finding{}
+		for _, f := range step.Findings {
+			byPackage[f.Package] = append(byPackage[f.Package], f)
+		}
+		checked := 0
+		for i := range synthcatalog.FieldPackages {
+			pkg := synthcatalog.FieldPackage(i)
+			findings := byPackage[pkg]
+			if len(findings) == 0 {
+				continue // not in the older minor's index
+			}
+			var want func(clusterupgrade.Finding) bool
+			var what string
+			switch {
+			case (i+k+1)%10 == synthcatalog.FieldTreeAbsent:
+				what = "stranded: the package is not in " + to.Index()
+				want = func(f clusterupgrade.Finding) bool {
+					return f.Outcome == clusterupgrade.Stranded && strings.Contains(f.Message, "is not in the "+to.Index()+" catalog")
+				}
+			case slices.Contains(synthcatalog.FieldTreeVersioned, i):
+				what = "stable moves to " + to.String() + ".0, the minor's channel is gone"
+				want = func(f clusterupgrade.Finding) bool {
+					if f.Channel == "stable" {
+						return f.Outcome == clusterupgrade.Moves && strings.HasSuffix(f.End, "v"+to.String()+".0")
+					}
+					return f.Outcome == clusterupgrade.Stranded && strings.Contains(f.Message, "channel "+f.Channel+" is not in the "+to.Index()+" catalog")
+				}
+			case i%10 == synthcatalog.FieldTreeCappedAtMinor:
+				what = "blocks the upgrade to " + to.String()
+				want = func(f clusterupgrade.Finding) bool {
+					return f.Outcome == clusterupgrade.Blocks && strings.Contains(f.Message, "maximum supported OCP version")
+				}
+			case i%10 == synthcatalog.FieldTreeCappedAtNext:
+				what = "does not block"
+				want = func(f clusterupgrade.Finding) bool { return f.Outcome != clusterupgrade.Blocks }
+			default:
+				continue
+			}
+			checked++
+			for _, f := range findings {
+				if !want(f) {
+					t.Errorf("%s -> %s: %s in channel %s: %s (%s), want: %s", step.From, step.To, f.Bundle, f.Channel, f.Outcome, f.Message, what)
+				}
+			}
+		}
+		if checked < 8 {
+			t.Errorf("%s -> %s: only %d packages of a known fate followed", step.From, step.To, checked)
 		}
 	}
 }
