@@ -60,8 +60,8 @@ func communityOperator(t testing.TB) corev1.Container {
 // source switched to that minor's certified catalog image. OLM must replace the CSV with the
 // minor's release of the supported operator, whose pod runs from its image as the CSV ships it,
 // and which adopts the running driver in place for the ClusterCSIDriver. The cluster then
-// upgrades minor by minor, with OLM judging the installed release at each and taking it where
-// `catalog cluster-upgrade` says (upgradeClusterThroughMinors).
+// upgrades to the next minor, with OLM judging the installed release before and after and
+// taking it where `catalog cluster-upgrade` says (upgradeClusterThroughMinors).
 func TestSourceSwitchOnRealNode(t *testing.T) {
 	stopRealNode() // a new cluster: a Subscription of another flow would stand in the way
 	s := startRealNode(t)
@@ -144,7 +144,9 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	if n := notEnabledSeries(ctx, t, s, ns, scrapeOperator(ctx, t, s, ns)); n != 0 {
 		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
 	}
-	upgradeClusterThroughMinors(ctx, t, s, p, ns, releases)
+	// One cluster upgrade: each further one proves the same on the same code, and costs the
+	// real-node lane, the longest of .ci/run, half a minute. The check follows them all.
+	upgradeClusterThroughMinors(ctx, t, s, p, ns, releases[:2])
 }
 
 // envOf is the value of a container's environment variable, "" when it has none.
