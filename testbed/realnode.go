@@ -636,8 +636,23 @@ func (s *Stack) connectRealNode(server string, ca []byte, token string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.start("apiserver-forwarder", nil, "socat",
-		forwarder(strconv.Itoa(port), s.netnsPath(), nodeIP+":"+strconv.Itoa(securePort))...); err != nil {
+	fwd, err := s.start("apiserver-forwarder", nil, "socat",
+		forwarder(strconv.Itoa(port), s.netnsPath(), nodeIP+":"+strconv.Itoa(securePort))...)
+	if err != nil {
+		return err
+	}
+	// socat listens a moment after it starts; a client that dials before gets connection
+	// refused (seen on a loaded machine, as the first request of `dev up` failed).
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := poll(ctx, fwd, "the API server forwarder listening on "+addr, func(ctx context.Context) error {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}); err != nil {
 		return err
 	}
 	// The API server's self-signed certificate names localhost, not the forwarded address.
