@@ -73,7 +73,10 @@ ledger = | $(TESTLEDGER) tee $(LEDGER_DIR)/$(1).jsonl
 SLOWEST = $(TESTLEDGER) slowest -n 15
 
 # $(call beside,A,B) runs A in the background while B runs, waits for both, and fails if either did.
-beside = $(1) & beside=$$!; rc=0; $(2) || rc=$$?; wait $$beside || rc=$$?; exit $$rc
+# The first command runs in a group: bash's wait on a background pipeline that has already ended
+# returns its last command's status, not pipefail's, so a `go test | testledger tee` lane that
+# failed before the other lane ended passed (a real-node failure went unseen that way).
+beside = { $(1); } & beside=$$!; rc=0; $(2) || rc=$$?; wait $$beside || rc=$$?; exit $$rc
 
 # The operator package's campaigns and corpus, about half of its time: a test process of their own.
 OPERATOR_CAMPAIGNS := ^(TestDriverNeverDeletedUnderAVolume|TestOperatorKillCampaign|TestControlPlaneFaultsConverge|TestClusterCSIDriverCorpus)$$
