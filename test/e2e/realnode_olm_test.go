@@ -380,7 +380,8 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 		tb.Fatal(err)
 	}
 	rel := efsReleaseFor(tb, minor)
-	ns := operatorHubNamespace(ctx, tb, s, readCSV(tb, committedCSVFile(rel.Version)))
+	committed := readCSV(tb, committedCSVFile(rel.Version))
+	ns := operatorHubNamespace(ctx, tb, s, committed)
 	timings := map[string]time.Duration{}
 	var catalogRef string
 	var shipped operatorsv1alpha1.StrategyDeploymentSpec
@@ -393,7 +394,7 @@ func installFromOperatorHub(ctx context.Context, tb testing.TB, s *testbed.Stack
 		catalogRef = pushOperatorAndCatalog(tb, s, shipped.Spec.Template.Spec.Containers[0].Image, minor)
 		pushDriverImages(tb, s, shipped.Spec.Template.Spec.Containers[0])
 	}
-	headCSV := readCSV(tb, committedCSVFile(rel.Version)).Name
+	headCSV := committed.Name
 	begin := time.Now()
 	if err := s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, certifiedSource, catalogRef); err != nil {
 		tb.Fatal(err)
