@@ -394,62 +394,21 @@ func channelWhere(channel string) string {
 	return "in channel " + channel
 }
 
-// changedPackages lists the packages whose content differs between the catalogs, and those
-// whose bundles require an API or a package that a changed package provides, transitively.
-// Any other package gets the same answers from OLM in both catalogs: the catalogs that provide
-// dependencies, and the installed operators, are the same for both.
+// changedPackages lists the packages whose content differs between the catalogs and, when
+// dependencies are followed, every package whose resolution can read a changed one
+// (index.Dependencies). Any other package gets the same answers from OLM in both catalogs: the
+// catalogs that provide dependencies, and the installed operators, are the same for both.
 func changedPackages(o, n *index.Catalog, followDependencies bool) map[string]bool {
 	changed := map[string]bool{}
-	providers := index.Providers(o, n)
-	requires := map[string]map[string]bool{}
-	constrained := map[string]bool{}
-	var all []string
-	for _, c := range []*index.Catalog{o, n} {
-		for _, p := range c.Packages() {
-			if requires[p.Name] == nil {
-				requires[p.Name] = map[string]bool{}
-				all = append(all, p.Name)
-			}
+	for _, p := range append(o.Packages(), n.Packages()...) {
+		if _, seen := changed[p.Name]; !seen {
+			op, np := o.Package(p.Name), n.Package(p.Name)
+			changed[p.Name] = op == nil || np == nil || fingerprint(op) != fingerprint(np)
 		}
 	}
-	for _, c := range []*index.Catalog{o, n} {
-		for _, p := range c.Packages() {
-			for _, b := range p.Bundles {
-				req := b.Requires()
-				for _, g := range req.GVKs {
-					for _, provider := range providers[g] {
-						requires[p.Name][provider] = true
-					}
-				}
-				for _, pkg := range req.Packages {
-					requires[p.Name][pkg] = true
-				}
-				constrained[p.Name] = constrained[p.Name] || req.Constraints
-			}
-		}
-	}
-	for _, pkg := range all {
-		op, np := o.Package(pkg), n.Package(pkg)
-		changed[pkg] = op == nil || np == nil || fingerprint(op) != fingerprint(np)
-	}
-	anyChanged := slices.ContainsFunc(all, func(p string) bool { return changed[p] })
-	for grew := followDependencies; grew; {
-		grew = false
-		for _, pkg := range all {
-			if changed[pkg] {
-				continue
-			}
-			// olm.constraint expressions may name any package or API.
-			if constrained[pkg] && anyChanged {
-				changed[pkg], grew = true, true
-				continue
-			}
-			for dep := range requires[pkg] {
-				if changed[dep] && dep != pkg {
-					changed[pkg], grew = true, true
-					break
-				}
-			}
+	if followDependencies {
+		for pkg := range index.Dependencies(o, n).Dependents(changed) {
+			changed[pkg] = true
 		}
 	}
 	return changed

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/csi-olm/csi-olm/catalog/diff"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
@@ -289,5 +290,43 @@ func writeAt(t *testing.T, cfg *declcfg.DeclarativeConfig, dir string) {
 	t.Helper()
 	if err := declcfg.WriteFS(*cfg, dir, declcfg.WriteJSON, ".json"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A package whose bundles require a label (olm.label.required) is compared when the label's
+// provider changed, as OLM's resolver may pull the provider in; a label nobody provides leaves it
+// unchanged.
+func TestLabelRequiredDecidesUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		provided  string
+		unchanged bool
+	}{
+		{"the changed package provides the label", "fast", false},
+		{"no package provides the label", "slow", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			labelled := func(c *declcfg.DeclarativeConfig) {
+				for i, b := range c.Bundles {
+					switch b.Package {
+					case shared:
+						c.Bundles[i].Properties = append(b.Properties, property.Property{Type: "olm.label.required", Value: []byte(`{"label":"fast"}`)})
+					case overlap:
+						c.Bundles[i].Properties = append(b.Properties, property.Property{Type: "olm.label", Value: []byte(`{"label":"` + tc.provided + `"}`)})
+					}
+				}
+			}
+			oldCfg, newCfg := base(t), base(t)
+			labelled(oldCfg)
+			labelled(newCfg)
+			addBundle(t, newCfg, overlap, "stable", "1.4.0", "1.3.0")
+			r, err := runJSON(t, &diff.Diff{Old: write(t, oldCfg), New: write(t, newCfg)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := slices.Contains(r.Unchanged, shared); got != tc.unchanged {
+				t.Errorf("%s unchanged: %v, want %v (unchanged: %v)", shared, got, tc.unchanged, r.Unchanged)
+			}
+		})
 	}
 }

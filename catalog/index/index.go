@@ -22,6 +22,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/property"
 
+	"github.com/csi-olm/csi-olm/internal/dependency"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
@@ -359,66 +360,19 @@ func (ch *Channel) Edges() []Edge {
 // EntryNames lists the channel's bundles by name.
 func (ch *Channel) EntryNames() []string { return slices.Sorted(maps.Keys(ch.byName)) }
 
-// Requirements are what a bundle needs another operator to provide, as OLM reads its properties.
-type Requirements struct {
-	GVKs     []property.GVK
-	Packages []string
-	// Constraints says the bundle has olm.constraint properties, whose expressions may name any
-	// package or API.
-	Constraints bool
-}
-
-// Requires reads the bundle's olm.gvk.required, olm.package.required and olm.constraint
-// properties; one that does not decode is opm's to report and is left out.
-func (b *Bundle) Requires() Requirements {
-	var r Requirements
-	for _, p := range b.Decl.Properties {
-		switch p.Type {
-		case property.TypeGVKRequired:
-			var g property.GVKRequired
-			if json.Unmarshal(p.Value, &g) == nil {
-				r.GVKs = append(r.GVKs, property.GVK(g))
-			}
-		case property.TypePackageRequired:
-			var pr property.PackageRequired
-			if json.Unmarshal(p.Value, &pr) == nil {
-				r.Packages = append(r.Packages, pr.PackageName)
-			}
-		case property.TypeConstraint:
-			r.Constraints = true
-		}
-	}
-	return r
-}
-
-// Providers maps each API the catalogs' bundles provide to the packages that provide it, each
-// package once, as OLM looks a required API up across every CatalogSource.
-func Providers(catalogs ...*Catalog) map[property.GVK][]string {
-	providers := map[property.GVK][]string{}
+// Dependencies is the dependency graph of the catalogs' bundles, as OLM looks requirements up
+// across every CatalogSource. A property that does not decode is opm's to report (`catalog
+// validate`) and is left out.
+func Dependencies(catalogs ...*Catalog) *dependency.Graph {
+	g := dependency.NewGraph()
 	for _, c := range catalogs {
 		for _, p := range c.Packages() {
-			for _, b := range p.Bundles {
-				for _, g := range b.Provides() {
-					if !slices.Contains(providers[g], p.Name) {
-						providers[g] = append(providers[g], p.Name)
-					}
-				}
+			for _, name := range slices.Sorted(maps.Keys(p.Bundles)) {
+				_ = g.Add(p.Name, dependency.FromDeclcfg(p.Bundles[name].Decl.Properties))
 			}
 		}
 	}
-	return providers
-}
-
-// Provides reads the APIs the bundle's olm.gvk properties declare.
-func (b *Bundle) Provides() []property.GVK {
-	var out []property.GVK
-	for _, p := range b.Decl.Properties {
-		var g property.GVK
-		if p.Type == property.TypeGVK && json.Unmarshal(p.Value, &g) == nil {
-			out = append(out, g)
-		}
-	}
-	return out
+	return g
 }
 
 // OpenShiftLimits are what a bundle says about the clusters it runs on: its

@@ -237,7 +237,7 @@ func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulato
 	}
 	var packages map[string]bool
 	if scope != nil {
-		packages = reach(slices.Collect(maps.Values(indexes)), scope(indexes))
+		packages = index.Dependencies(slices.Collect(maps.Values(indexes))...).Reach(scope(indexes))
 	}
 	var sources []olmresolver.Source
 	for _, c := range catalogs {

@@ -401,7 +401,7 @@ func (r *V1Resolver) resolve(req V1Request) (*v1Resolution, error) {
 					continue
 				}
 			}
-			cand.inRange = inRange == nil || cand.vr.err == nil && inRange.contains(cand.vr.vr.Version)
+			cand.inRange = inRange == nil || cand.vr.err == nil && inRange.contains(cand.vr.vr.Version.String())
 			if cand.inRange {
 				o.matched = append(o.matched, cand)
 			} else {

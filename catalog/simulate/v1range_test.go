@@ -136,7 +136,7 @@ func TestVersionRangeMatchesMasterminds(t *testing.T) {
 			t.Errorf("%q: %v", tc.constraint, err)
 			continue
 		}
-		if got := r.contains(semver.MustParse(tc.version)); got != tc.want {
+		if got := r.contains(semver.MustParse(tc.version).String()); got != tc.want {
 			t.Errorf("%q contains %s: %v, want %v", tc.constraint, tc.version, got, tc.want)
 		}
 	}

@@ -2,14 +2,15 @@ package olmresolver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
-	"github.com/operator-framework/operator-registry/alpha/property"
-	"github.com/operator-framework/operator-registry/pkg/api"
+
+	"github.com/csi-olm/csi-olm/internal/dependency"
 )
 
 // OLM's cache answers every lookup by testing every entry of every catalog, and its predicates
@@ -25,7 +26,7 @@ type sharedSources struct {
 	sources map[cache.SourceKey]*sharedSource
 
 	mu   sync.Mutex
-	deps *dependencyGraph
+	deps *dependency.Graph
 }
 
 func newSharedSources(registry cache.SourceProvider, namespace string) *sharedSources {
@@ -72,144 +73,47 @@ func (s *scopedSources) currentScope(catalog string) (scope map[string]bool, hid
 }
 
 // reach is the packages a resolution of the installed operators can reach; nil when an
-// olm.constraint (which may name anything) or a requirement of a kind not read here is among
-// them.
+// olm.constraint, which may name anything, is among them.
 func (s *scopedSources) reach(installed []*cache.Entry) (map[string]bool, error) {
 	g, err := s.shared.graph()
 	if err != nil {
 		return nil, err
 	}
-	scope := map[string]bool{}
-	var queue []string
-	add := func(pkg string) {
-		if pkg != "" && !scope[pkg] {
-			scope[pkg] = true
-			queue = append(queue, pkg)
-		}
-	}
-	for _, e := range installed {
-		add(e.Package())
-		n, err := needsOf(e.Properties)
+	roots := make([]string, len(installed))
+	own := make([]dependency.Requirements, len(installed))
+	for i, e := range installed {
+		// An installed CSV's requirements are its own, which its package's catalog bundles may
+		// not share.
+		r, _, err := dependency.Read(dependency.FromAPI(e.Properties))
 		if err != nil {
 			return nil, fmt.Errorf("installed CSV %s: %w", e.Name, err)
 		}
-		if n.anything {
-			return nil, nil
-		}
-		for _, pkg := range g.providersOf(n) {
-			add(pkg)
-		}
+		roots[i], own[i] = e.Package(), r
 	}
-	for len(queue) > 0 {
-		pkg := queue[0]
-		queue = queue[1:]
-		n := g.needs[pkg]
-		if n.anything {
-			return nil, nil
-		}
-		for _, dep := range g.providersOf(n) {
-			add(dep)
-		}
-	}
-	return scope, nil
+	return g.Reach(roots, own...), nil
 }
 
 // graph reads every catalog once and records what each package's bundles provide and need.
-func (s *sharedSources) graph() (*dependencyGraph, error) {
+func (s *sharedSources) graph() (*dependency.Graph, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.deps != nil {
 		return s.deps, nil
 	}
-	g := &dependencyGraph{providers: map[property.GVK][]string{}, needs: map[string]needs{}}
-	for key, src := range s.sources {
-		entries, err := src.all()
+	g := dependency.NewGraph()
+	for _, key := range slices.SortedFunc(maps.Keys(s.sources), func(a, b cache.SourceKey) int { return strings.Compare(a.Name, b.Name) }) {
+		entries, err := s.sources[key].all()
 		if err != nil {
 			return nil, fmt.Errorf("reading catalog %s: %w", key.Name, err)
 		}
 		for _, e := range entries {
-			pkg := e.Package()
-			n, err := needsOf(e.Properties)
-			if err != nil {
+			if err := g.Add(e.Package(), dependency.FromAPI(e.Properties)); err != nil {
 				return nil, fmt.Errorf("bundle %s of catalog %s: %w", e.Name, key.Name, err)
-			}
-			g.needs[pkg] = g.needs[pkg].merge(n)
-			for _, p := range e.Properties {
-				if p.Type != property.TypeGVK {
-					continue
-				}
-				var gvk property.GVK
-				if err := json.Unmarshal([]byte(p.Value), &gvk); err != nil {
-					return nil, fmt.Errorf("bundle %s of catalog %s: olm.gvk %s: %w", e.Name, key.Name, p.Value, err)
-				}
-				if !slices.Contains(g.providers[gvk], pkg) {
-					g.providers[gvk] = append(g.providers[gvk], pkg)
-				}
 			}
 		}
 	}
 	s.deps = g
 	return g, nil
-}
-
-type dependencyGraph struct {
-	providers map[property.GVK][]string
-	needs     map[string]needs
-}
-
-func (g *dependencyGraph) providersOf(n needs) []string {
-	out := slices.Clone(n.packages)
-	for _, gvk := range n.gvks {
-		out = append(out, g.providers[gvk]...)
-	}
-	return out
-}
-
-// needs is what bundles require of other operators.
-type needs struct {
-	gvks     []property.GVK
-	packages []string
-	anything bool
-}
-
-// merge adds o's needs to n's, each once: a package's bundles mostly need the same, and a
-// tree of per-minor catalogs has the same package in each minor.
-func (n needs) merge(o needs) needs {
-	out := needs{gvks: n.gvks, packages: n.packages, anything: n.anything || o.anything}
-	for _, gvk := range o.gvks {
-		if !slices.Contains(out.gvks, gvk) {
-			out.gvks = append(out.gvks, gvk)
-		}
-	}
-	for _, pkg := range o.packages {
-		if !slices.Contains(out.packages, pkg) {
-			out.packages = append(out.packages, pkg)
-		}
-	}
-	return out
-}
-
-func needsOf(props []*api.Property) (needs, error) {
-	var n needs
-	for _, p := range props {
-		switch p.Type {
-		case property.TypeGVKRequired:
-			var gvk property.GVKRequired
-			if err := json.Unmarshal([]byte(p.Value), &gvk); err != nil {
-				return n, fmt.Errorf("%s %s: %w", p.Type, p.Value, err)
-			}
-			n.gvks = append(n.gvks, property.GVK(gvk))
-		case property.TypePackageRequired:
-			var pkg property.PackageRequired
-			if err := json.Unmarshal([]byte(p.Value), &pkg); err != nil {
-				return n, fmt.Errorf("%s %s: %w", p.Type, p.Value, err)
-			}
-			n.packages = append(n.packages, pkg.PackageName)
-		case property.TypeConstraint, "olm.label.required":
-			n.anything = true
-		}
-	}
-	return n, nil
 }
 
 // sharedSource is one catalog: the registry's snapshot, read once.
