@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/openshift"
@@ -114,15 +115,16 @@ func Check(ctx context.Context, dir string) (*Report, error) {
 	report := &Report{Tree: dir}
 	var catalogs []simulate.Catalog
 	for _, m := range t.Minors {
-		o, err := simulate.Open(ctx, t.Path(m))
+		l, err := load.Open(ctx, t.Path(m))
 		if err != nil {
 			return nil, err
 		}
-		defer o.Close()
+		defer l.Close()
+		o := simulate.Loaded(l)
 		// Every minor is a version of one catalog: a resolution against one minor sees none of
 		// the others, as a cluster serves only its own minor's.
 		o.Name, o.VersionOf = m.Index(), "tree"
-		catalogs = append(catalogs, o.Catalog)
+		catalogs = append(catalogs, o)
 	}
 	sim, err := simulate.New(ctx, catalogs...)
 	if err != nil {

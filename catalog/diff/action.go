@@ -10,6 +10,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/option"
@@ -85,19 +86,22 @@ func (d *Diff) Run(ctx context.Context) error {
 }
 
 // open reads the two catalogs, named old and new.
-func (d *Diff) open(ctx context.Context) ([]*simulate.Opened, func(), error) {
-	var opened []*simulate.Opened
+func (d *Diff) open(ctx context.Context) ([]simulate.Catalog, func(), error) {
+	var opened []simulate.Catalog
+	var closers []func()
 	closeAll := func() {
-		for _, o := range opened {
-			o.Close()
+		for _, c := range closers {
+			c()
 		}
 	}
 	for _, c := range []struct{ name, arg string }{{"old", d.Old}, {"new", d.New}} {
-		o, err := simulate.Open(ctx, c.arg)
+		l, err := load.Open(ctx, c.arg)
 		if err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("reading the %s catalog: %w", c.name, err)
 		}
+		closers = append(closers, l.Close)
+		o := simulate.Loaded(l)
 		o.Name = c.name
 		opened = append(opened, o)
 	}

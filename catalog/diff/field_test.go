@@ -16,6 +16,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/csi-olm/csi-olm/catalog/diff"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
@@ -199,13 +200,14 @@ func TestFieldDiffFailsOnSimulatorErrors(t *testing.T) {
 func servedWhole(t *testing.T, oldDir, newDir string, env simulate.Environment) (*simulate.Simulator, []simulate.Existing) {
 	t.Helper()
 	ctx := context.Background()
-	var opened []*simulate.Opened
+	var opened []simulate.Catalog
 	for _, c := range []struct{ name, dir string }{{"old", oldDir}, {"new", newDir}} {
-		o, err := simulate.Open(ctx, c.dir)
+		l, err := load.Open(ctx, c.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(o.Close)
+		t.Cleanup(l.Close)
+		o := simulate.Loaded(l)
 		o.Name = c.name
 		opened = append(opened, o)
 	}

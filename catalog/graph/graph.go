@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
@@ -130,12 +131,15 @@ func Render(ctx context.Context, p Package, format, dot string) ([]byte, error) 
 	return stdout.Bytes(), nil
 }
 
-// loadValid loads a catalog and refuses one with load errors: a graph of half a catalog misleads.
+// loadValid loads a catalog, a directory or an image, and refuses one with load errors: a graph
+// of half a catalog misleads.
 func loadValid(ctx context.Context, dir string) (*index.Catalog, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("reading catalog: %w", err)
+	l, err := load.Open(ctx, dir)
+	if err != nil {
+		return nil, err
 	}
-	c, problems := validation.Load(ctx, os.DirFS(dir), dir)
+	defer l.Close()
+	c, problems := validation.Load(ctx, l.FS, dir)
 	if len(problems) > 0 {
 		var lines []string
 		for _, p := range problems {

@@ -102,7 +102,7 @@ func TestGraphErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown format", graph.Graph{Dir: "../certified", Formats: []string{"gif"}}, `unknown format "gif"`},
-		{"missing catalog", graph.Graph{Dir: "../nowhere", Formats: []string{"dot"}}, "reading catalog"},
+		{"missing catalog", graph.Graph{Dir: "../nowhere", Formats: []string{"dot"}}, "catalog ../nowhere: no such directory, and not an image reference"},
 		{"broken catalog", graph.Graph{Dir: broken, Formats: []string{"dot"}}, "not valid YAML or JSON"},
 		{"unknown package", graph.Graph{Dir: "../certified", Package: "nope", Formats: []string{"dot"}}, `package "nope" is not in ../certified`},
 		{"picture to stdout", graph.Graph{Dir: "../certified", Formats: []string{"svg"}}, "OutputDir: the svg format writes files"},

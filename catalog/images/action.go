@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
@@ -83,11 +83,7 @@ func (a *Images) Run(ctx context.Context) error {
 // tree carries the images of them all.
 func (a *Images) load(ctx context.Context) (*declcfg.DeclarativeConfig, error) {
 	if !tree.IsTree(a.Catalog) {
-		cfg, err := declcfg.LoadFS(ctx, os.DirFS(a.Catalog))
-		if err != nil {
-			return nil, fmt.Errorf("load the catalog %s: %w", a.Catalog, err)
-		}
-		return cfg, nil
+		return loadOne(ctx, a.Catalog)
 	}
 	if a.Format == FormatImageSet {
 		return nil, fmt.Errorf("catalog %s is a tree of per-minor catalogs, each published in its own image: give the catalog of the minor the catalog image holds", a.Catalog)
@@ -98,11 +94,25 @@ func (a *Images) load(ctx context.Context) (*declcfg.DeclarativeConfig, error) {
 	}
 	all := &declcfg.DeclarativeConfig{}
 	for _, m := range t.Minors {
-		cfg, err := declcfg.LoadFS(ctx, os.DirFS(t.Path(m)))
+		cfg, err := loadOne(ctx, t.Path(m))
 		if err != nil {
-			return nil, fmt.Errorf("load the catalog %s: %w", t.Path(m), err)
+			return nil, err
 		}
 		all.Bundles = append(all.Bundles, cfg.Bundles...)
 	}
 	return all, nil
+}
+
+// loadOne reads one catalog, a directory or an image.
+func loadOne(ctx context.Context, arg string) (*declcfg.DeclarativeConfig, error) {
+	c, err := load.Open(ctx, arg)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	cfg, err := declcfg.LoadFS(ctx, c.FS)
+	if err != nil {
+		return nil, fmt.Errorf("load the catalog %s: %w", arg, err)
+	}
+	return cfg, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/openshift"
@@ -107,14 +108,14 @@ func (a *Simulate) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tc, err := Open(ctx, catalog)
+	tc, err := load.Open(ctx, catalog)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	opened := []*Opened{tc}
+	opened := []Catalog{Loaded(tc)}
 	if installedFrom != "" {
-		fc, err := Open(ctx, installedFrom)
+		fc, err := load.Open(ctx, installedFrom)
 		if err != nil {
 			return err
 		}
@@ -122,7 +123,7 @@ func (a *Simulate) Run(ctx context.Context) error {
 		if fc.Name == tc.Name {
 			fc.Name += "-installed"
 		}
-		opened = append(opened, fc)
+		opened = append(opened, Loaded(fc))
 	}
 	sim, existing, closeEnv, err := a.Environment.Simulator(ctx, nil, opened...)
 	if err != nil {
@@ -294,14 +295,7 @@ func Text(paths []*Path) string {
 		fmt.Fprintf(&b, "  installed  %s (%s, from %s)\n", p.Start.Name, p.Start.Version, p.Start.Catalog)
 		shown := map[string]bool{}
 		for n, st := range p.Steps {
-			edge := string(st.Edge)
-			if st.SkipRange != "" {
-				edge += " " + st.SkipRange
-			}
-			if len(st.Edges) > 1 {
-				edge += fmt.Sprintf(" (also %s)", joinKinds(st.Edges[1:]))
-			}
-			fmt.Fprintf(&b, "  %d. %s (%s) by %s\n", n+1, st.To, st.Version, edge)
+			fmt.Fprintf(&b, "  %d. %s (%s) by %s\n", n+1, st.To, st.Version, st.By())
 			for _, c := range st.Passed {
 				fmt.Fprintf(&b, "       not %s (%s, %s): %s\n", c.Bundle, c.Version, c.Edge, c.Why)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/operator-framework/operator-registry/pkg/api"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/internal/olmresolver"
 )
 
@@ -32,7 +33,7 @@ type Environment struct {
 // environment's installed operators from them. With a scope, the catalogs serve the packages it
 // picks, the installed operators' and what those reach (NewScoped). close stops the simulator
 // and removes what opening the environment's catalog images unpacked.
-func (e Environment) Simulator(ctx context.Context, scope Scope, verbs ...*Opened) (sim *Simulator, existing []Existing, close func(), err error) {
+func (e Environment) Simulator(ctx context.Context, scope Scope, verbs ...Catalog) (sim *Simulator, existing []Existing, close func(), err error) {
 	env, err := e.open(ctx, verbs)
 	if err != nil {
 		return nil, nil, nil, err
@@ -77,11 +78,11 @@ type packageVersion struct {
 
 // open opens the environment's catalogs beside the ones the verb opened, naming each apart, and
 // parses its operators: every malformed one is reported.
-func (e Environment) open(ctx context.Context, verbs []*Opened) (*opened, error) {
+func (e Environment) open(ctx context.Context, verbs []Catalog) (*opened, error) {
 	o := &opened{}
 	names := map[string]bool{}
 	for _, c := range verbs {
-		o.catalogs = append(o.catalogs, c.Catalog)
+		o.catalogs = append(o.catalogs, c)
 		names[c.Name] = true
 	}
 	var problems []string
@@ -125,19 +126,19 @@ func (e Environment) open(ctx context.Context, verbs []*Opened) (*opened, error)
 		return nil, fmt.Errorf("the cluster's environment is malformed:\n  %s", strings.Join(problems, "\n  "))
 	}
 	for _, sp := range specs {
-		c, err := Open(ctx, sp.arg)
+		l, err := load.Open(ctx, sp.arg)
 		if err != nil {
 			o.close()
 			return nil, fmt.Errorf("reading a catalog that provides dependencies: %w", err)
 		}
-		o.closers = append(o.closers, c.Close)
-		base := c.Name
+		o.closers = append(o.closers, l.Close)
+		c := Loaded(l)
 		for i := 2; names[c.Name]; i++ {
-			c.Name = fmt.Sprintf("%s-%d", base, i)
+			c.Name = fmt.Sprintf("%s-%d", l.Name, i)
 		}
 		names[c.Name] = true
 		c.Priority = sp.priority
-		o.catalogs = append(o.catalogs, c.Catalog)
+		o.catalogs = append(o.catalogs, c)
 	}
 	return o, nil
 }

@@ -44,8 +44,10 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	registryclient "github.com/operator-framework/operator-registry/pkg/client"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/olmresolver"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
@@ -58,6 +60,9 @@ type Catalog struct {
 	Dir      string
 	FS       fs.FS
 	Priority int
+	// Registry, when set, is a running registry serving the catalog (a CatalogSource's): the catalog
+	// is read from it (load.FromRegistry) and OLM's resolver asks it, and FS is not read.
+	Registry registryclient.Interface
 	// VersionOf names the catalog this one is another version of, as the new catalog of a diff
 	// is of the old: a cluster serves one or the other, so a resolution against either sees
 	// neither the other nor its dependencies.
@@ -161,6 +166,19 @@ type Step struct {
 	Deprecations []string `json:"deprecations,omitempty"`
 }
 
+// By names the field of To's channel entry the step takes, with the skipRange it matched, and the
+// other fields that would have let it.
+func (st Step) By() string {
+	by := string(st.Edge)
+	if st.SkipRange != "" {
+		by += " " + st.SkipRange
+	}
+	if len(st.Edges) > 1 {
+		by += fmt.Sprintf(" (also %s)", joinKinds(st.Edges[1:]))
+	}
+	return by
+}
+
 // Passed is a candidate OLM did not choose.
 type Passed struct {
 	Bundle  string       `json:"bundle"`
@@ -225,15 +243,12 @@ func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulato
 		if _, dup := s.catalogs[c.Name]; dup {
 			return nil, fmt.Errorf("two catalogs are named %q: name them apart", c.Name)
 		}
-		v, problems := validation.Load(ctx, c.FS, c.Dir)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
+		cfg, err := loadCatalog(ctx, c)
+		if err != nil {
+			return nil, err
 		}
-		if len(problems) > 0 {
-			return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
-		}
-		s.catalogs[c.Name] = &loaded{Catalog: c, idx: index.New(v.Config)}
-		configs[c.Name], indexes[c.Name] = v.Config, s.catalogs[c.Name].idx
+		s.catalogs[c.Name] = &loaded{Catalog: c, idx: index.New(cfg)}
+		configs[c.Name], indexes[c.Name] = cfg, s.catalogs[c.Name].idx
 	}
 	var packages map[string]bool
 	if scope != nil {
@@ -241,13 +256,17 @@ func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulato
 	}
 	var sources []olmresolver.Source
 	for _, c := range catalogs {
-		srv, err := serve(ctx, c.FS, configs[c.Name], packages)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("serving %s: %w", c.Dir, err)
+		client := c.Registry
+		if client == nil {
+			srv, err := load.Serve(ctx, c.FS, configs[c.Name], packages)
+			if err != nil {
+				s.Close()
+				return nil, fmt.Errorf("serving %s: %w", c.Dir, err)
+			}
+			s.close = append(s.close, srv.Close)
+			client = srv.Client
 		}
-		s.close = append(s.close, srv.close)
-		sources = append(sources, olmresolver.Source{Name: c.Name, Priority: c.Priority, Client: srv.client})
+		sources = append(sources, olmresolver.Source{Name: c.Name, Priority: c.Priority, Client: client})
 	}
 	r, err := olmresolver.New(sources...)
 	if err != nil {
@@ -257,6 +276,29 @@ func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulato
 	s.resolver = r
 	return s, nil
 }
+
+// loadCatalog reads a catalog from its registry, or from its files refusing one with load
+// problems, every one of them.
+func loadCatalog(ctx context.Context, c Catalog) (*declcfg.DeclarativeConfig, error) {
+	if c.Registry != nil {
+		cfg, err := load.FromRegistry(ctx, c.Registry)
+		if err != nil {
+			return nil, fmt.Errorf("catalog %s: %w", c.Dir, err)
+		}
+		return cfg, nil
+	}
+	v, problems := validation.Load(ctx, c.FS, c.Dir)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
+	}
+	if len(problems) > 0 {
+		return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
+	}
+	return v.Config, nil
+}
+
+// Loaded is a catalog as the loader read it, to simulate against under its name.
+func Loaded(c *load.Catalog) Catalog { return Catalog{Name: c.Name, Dir: c.Arg, FS: c.FS} }
 
 // Close stops the in-process registries.
 func (s *Simulator) Close() {

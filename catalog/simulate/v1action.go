@@ -13,6 +13,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
@@ -48,12 +49,12 @@ func (a *Simulate) runV1(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tc, err := Open(ctx, catalog)
+	tc, err := load.Open(ctx, catalog)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	catalogs, closeEnv, err := a.Environment.V1Catalogs(ctx, tc)
+	catalogs, closeEnv, err := a.Environment.V1Catalogs(ctx, Loaded(tc))
 	if err != nil {
 		return err
 	}
@@ -63,9 +64,9 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		return err
 	}
 	// The installed bundles come from the target catalog, or from InstalledFrom's.
-	from, fromIdx, fromDir := tc.Name, r.Index(tc.Name), tc.Dir
+	from, fromIdx, fromDir := tc.Name, r.Index(tc.Name), tc.Arg
 	if installedFrom != "" {
-		fc, err := Open(ctx, installedFrom)
+		fc, err := load.Open(ctx, installedFrom)
 		if err != nil {
 			return err
 		}
@@ -73,18 +74,18 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		if fc.Name == tc.Name {
 			fc.Name += "-installed"
 		}
-		cfg, err := loadV1(ctx, fc.Catalog)
+		cfg, err := loadV1(ctx, Loaded(fc))
 		if err != nil {
 			return err
 		}
-		from, fromIdx, fromDir = fc.Name, index.New(cfg), fc.Dir
+		from, fromIdx, fromDir = fc.Name, index.New(cfg), fc.Arg
 	}
 
 	var starts []v1Start
 	if a.All {
 		starts = a.v1AllStarts(r, from, fromIdx, a.InstalledFrom == "")
 	} else {
-		st, err := a.v1Start(r, from, fromIdx, fromDir, tc.Dir)
+		st, err := a.v1Start(r, from, fromIdx, fromDir, tc.Arg)
 		if err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 // the verb's with their own priority, the environment's with theirs. A catalog with load problems
 // is refused, as New refuses it. Installed operators are refused: operator-controller resolves
 // no dependencies, so they change nothing. close removes what opening catalog images unpacked.
-func (e Environment) V1Catalogs(ctx context.Context, verbs ...*Opened) (catalogs []V1Catalog, close func(), err error) {
+func (e Environment) V1Catalogs(ctx context.Context, verbs ...Catalog) (catalogs []V1Catalog, close func(), err error) {
 	if err := e.v1Refusal(); err != nil {
 		return nil, nil, err
 	}

@@ -8,8 +8,11 @@ package tree
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+
+	"github.com/distribution/reference"
 
 	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/internal/option"
@@ -87,6 +90,14 @@ func MinorOf(dir string) (openshift.Minor, bool) {
 	return m, err == nil && base[0] == 'v'
 }
 
+// minorOfCatalog is the minor a catalog's directory (v4.N) or image tag (:v4.N) names.
+func minorOfCatalog(arg string) (openshift.Minor, bool) {
+	if _, err := os.Stat(arg); err != nil {
+		return openshift.IndexOfImage(arg)
+	}
+	return MinorOf(arg)
+}
+
 // Catalog is one catalog a verb works on: a catalog directory, or one minor of a tree.
 type Catalog struct {
 	Dir string
@@ -110,7 +121,7 @@ func Catalogs(dir, community string) ([]Catalog, error) {
 			return nil, option.Errorf("Community", "%s is a tree of per-minor catalogs, but %s is one catalog: give the community catalog of its minor", community, dir)
 		}
 		c := Catalog{Dir: dir, Community: community, Name: NameOf(dir)}
-		if m, ok := MinorOf(dir); ok {
+		if m, ok := minorOfCatalog(dir); ok {
 			c.Minor = &m
 		}
 		return []Catalog{c}, nil
@@ -138,8 +149,18 @@ func Catalogs(dir, community string) ([]Catalog, error) {
 
 // NameOf names the catalog in dir for reports: its directory's name, and for a minor's catalog
 // in a tree the tree's name and the minor ("certified-v4.11"), since every tree's minors have the
-// same names.
+// same names. A catalog image (dir is no directory here) is named alike: its repository's last
+// path element, and the minor its tag names.
 func NameOf(dir string) string {
+	if _, err := os.Stat(dir); err != nil {
+		if named, err := reference.ParseNormalizedNamed(dir); err == nil {
+			name := path.Base(reference.Path(named))
+			if m, ok := openshift.IndexOfImage(dir); ok {
+				name += "-" + m.Index()
+			}
+			return name
+		}
+	}
 	dir = filepath.Clean(dir)
 	if m, ok := MinorOf(dir); ok {
 		return filepath.Base(filepath.Dir(dir)) + "-" + m.Index()

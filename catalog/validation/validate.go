@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
@@ -63,12 +64,12 @@ func (v *Validate) Run(ctx context.Context) error {
 // one validates one catalog; a minor's, each bundle must run on a cluster at that minor.
 func (v *Validate) one(ctx context.Context, tc tree.Catalog, opts Options) error {
 	dir := tc.Dir
-	c, problems, err := load(ctx, dir)
+	c, problems, err := readCatalog(ctx, dir)
 	if err != nil {
 		return err
 	}
 	if tc.Community != "" {
-		community, communityProblems, err := load(ctx, tc.Community)
+		community, communityProblems, err := readCatalog(ctx, tc.Community)
 		if err != nil {
 			return err
 		}
@@ -95,8 +96,19 @@ func (v *Validate) one(ctx context.Context, tc tree.Catalog, opts Options) error
 	return nil
 }
 
-func load(ctx context.Context, dir string) (*Catalog, []Problem, error) {
+// readCatalog loads a catalog directory, or a catalog image (load.Open) when no such directory
+// exists.
+func readCatalog(ctx context.Context, dir string) (*Catalog, []Problem, error) {
 	info, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		img, err := load.Open(ctx, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer img.Close()
+		c, problems := Load(ctx, img.FS, dir)
+		return c, problems, nil
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading catalog: %w", err)
 	}

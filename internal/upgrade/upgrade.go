@@ -1,7 +1,7 @@
 // Package upgrade is the one statement of OLM's upgrade-edge rule: a bundle upgrades from another
 // when it replaces it, skips it, or its olm.skipRange contains the other's version. The bundle
-// definitions, the catalog checks, the graph drawings and the migrate verb's registry query all
-// ask it, so they cannot disagree on what an edge is.
+// definitions, the catalog checks, the graph drawings and the upgrade walk of `catalog simulate`
+// and `migrate subscription` all ask it, so they cannot disagree on what an edge is.
 package upgrade
 
 import (
@@ -12,7 +12,7 @@ import (
 )
 
 // Kind is the field an edge comes from. Its values are the fields' names, which the graph
-// drawings and the migrate verb's explanations print.
+// drawings and the upgrade walk's explanations print.
 type Kind string
 
 const (

@@ -13,8 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
-	"github.com/csi-olm/csi-olm/internal/olm"
 )
 
 const head = "aws-efs-csi-driver-operator.v4.11.0"
@@ -24,7 +22,7 @@ func testPlan() *Plan {
 	return &Plan{
 		Namespace: "operators", Name: "aws-efs-operator",
 		From: from, To: Endpoint{Source: "certified-operators", SourceNamespace: "olm", Channel: "stable"},
-		Upgrade: &olm.Upgrade{Channel: "stable", Head: head},
+		Upgrade: &Upgrade{Channel: "stable", Head: head},
 		OriginalSpec: operatorsv1alpha1.SubscriptionSpec{
 			Package: "aws-efs-operator", CatalogSource: from.Source, CatalogSourceNamespace: from.SourceNamespace, Channel: from.Channel,
 		},

@@ -56,13 +56,13 @@ type Endpoint struct {
 // Plan is what the migration does. It is printed, and recorded in the journal before the first
 // change, so that a resumed run carries on with the same plan.
 type Plan struct {
-	Namespace        string       `json:"namespace"`
-	Name             string       `json:"name"`
-	InstalledCSV     string       `json:"installedCSV"`
-	InstalledVersion string       `json:"installedVersion"`
-	From             Endpoint     `json:"from"`
-	To               Endpoint     `json:"to"`
-	Upgrade          *olm.Upgrade `json:"upgrade"`
+	Namespace        string   `json:"namespace"`
+	Name             string   `json:"name"`
+	InstalledCSV     string   `json:"installedCSV"`
+	InstalledVersion string   `json:"installedVersion"`
+	From             Endpoint `json:"from"`
+	To               Endpoint `json:"to"`
+	Upgrade          *Upgrade `json:"upgrade"`
 	// OriginalSpec is the Subscription's spec before the migration: the backup to restore.
 	OriginalSpec       operatorsv1alpha1.SubscriptionSpec `json:"originalSpec"`
 	DriverDaemonSetUID types.UID                          `json:"driverDaemonSetUID,omitempty"`
@@ -268,12 +268,11 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 	if err != nil {
 		return nil, err
 	}
-	plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, plan.To.Channel, installed)
-	var noChannel *olm.NoChannelError
-	if errors.As(err, &noChannel) && m.Channel == "" {
+	plan.Upgrade, err = findUpgrade(ctx, registry, plan.To.Channel, installed)
+	if errors.Is(err, errNoChannel) && m.Channel == "" {
 		// The target has no channel of the Subscription's name: OLM would stall, so move to the
 		// package's default channel, and say so.
-		plan.Upgrade, err = registry.FindUpgrade(ctx, efs.Package, "", installed)
+		plan.Upgrade, err = findUpgrade(ctx, registry, "", installed)
 		if err == nil {
 			plan.Warnings = append(plan.Warnings, fmt.Sprintf("catalog %s has no channel %s: the Subscription moves to the default channel %s", registry.Name, plan.From.Channel, plan.Upgrade.Channel))
 		}
@@ -353,7 +352,7 @@ func (m *Migrate) print(plan *Plan) error {
 	fmt.Fprintf(w, "  channel:    %s -> %s\n", plan.From.Channel, plan.To.Channel)
 	fmt.Fprintf(w, "  upgrade to: %s, the head of %s", plan.Upgrade.Head, plan.Upgrade.Channel)
 	if plan.Upgrade.Edge != "" {
-		fmt.Fprintf(w, " (%s %s)", plan.Upgrade.Edge, plan.Upgrade.Why)
+		fmt.Fprintf(w, " (%s by %s)", plan.Upgrade.Edge, plan.Upgrade.Why)
 	}
 	fmt.Fprintln(w)
 	if path := plan.Upgrade.Path; len(path) > 1 {

@@ -88,7 +88,7 @@ func TestMigrateSubscription(t *testing.T) {
 	must(t, migrateSubscription(ctx, e.stack, true, &out))
 	for _, want := range []string{
 		"catalog:    olm/community-operators -> olm/certified-operators",
-		"upgrade to: " + certifiedHeadCSV + ", the head of stable (" + certifiedHeadCSV + ` skipRange ">=0.0.6 <4.11.0" includes 0.0.8)`,
+		"upgrade to: " + certifiedHeadCSV + ", the head of stable (" + certifiedHeadCSV + " by skipRange >=0.0.6 <4.11.0)",
 		"DaemonSet operators/efs-csi-node must keep running",
 		"3 Ready SharedVolumes must stay Ready",
 		"dry run: nothing changed",

@@ -79,11 +79,13 @@ var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|crd)$`)
 
 // domainImports are the only imports allowed from one domain into another: catalogs are built
 // from bundles, bundle images too, a release publishes all three, the operator runs the
-// SharedVolume controller in its process, and the test bed builds and pushes its real node's
-// pause image like any other image.
+// SharedVolume controller in its process, the test bed builds and pushes its real node's pause
+// image like any other image, and a Subscription's migration asks the target catalog where OLM
+// takes the installed operator with the catalog verbs' own walk.
 var domainImports = map[string][]string{
 	"catalog":  {"bundle"},
 	"images":   {"bundle"},
+	"migrate":  {"catalog"},
 	"release":  {"bundle", "catalog", "images"},
 	"operator": {"sharedvolume"},
 	"testbed":  {"images"},

@@ -11,14 +11,17 @@ import (
 func newGraph() *cobra.Command {
 	g := &graph.Graph{}
 	cmd := &cobra.Command{
-		Use:   "graph <dir>",
+		Use:   "graph <catalog>",
 		Short: "Draw the upgrade graph of each package of a catalog",
 		Long: `Draws each package's upgrade graph per channel: nodes are versions, the channel head is
 bold, replaces edges are solid, skips dashed and skipRange dotted. With --community, community
 versions that edges come from are drawn too (dashed nodes), which shows the source switch.
 
 Formats: dot and mermaid, and svg or png through Graphviz (` + "`dot`" + `; ` + "`make graphviz`" + ` installs it).
-Without --output-dir the first format is printed (svg and png need --output-dir).`,
+Without --output-dir the first format is printed (svg and png need --output-dir).
+
+The catalog is a directory, a tree of per-minor catalogs, or a catalog image
+(registry.example/catalog:tag), as for every catalog verb.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			g.Dir = args[0]

@@ -11,14 +11,17 @@ import (
 func newImages() *cobra.Command {
 	a := &images.Images{}
 	cmd := &cobra.Command{
-		Use:   "images <dir>",
+		Use:   "images <catalog>",
 		Short: "List every image a catalog needs, for mirroring",
 		Long: `Lists every bundle and related image of a catalog (operators and operands), once each:
 
   list      one reference per line, for skopeo or oc image mirror
   idms      an ImageDigestMirrorSet that sends the cluster's pulls to --mirror; the images must be
             pinned by digest, as in the catalogs ` + "`csi-olm release`" + ` publishes
-  imageset  an oc-mirror ImageSetConfiguration for --catalog-image, every package and channel`,
+  imageset  an oc-mirror ImageSetConfiguration for --catalog-image, every package and channel
+
+The catalog is a directory, a tree of per-minor catalogs, or a catalog image
+(registry.example/catalog:tag), as for every catalog verb.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.Catalog = args[0]

@@ -9,7 +9,7 @@ import (
 func newValidate() *cobra.Command {
 	v := &validation.Validate{}
 	cmd := &cobra.Command{
-		Use:   "validate <dir>",
+		Use:   "validate <catalog>",
 		Short: "Validate a file-based catalog: opm's rules plus upgrade-graph checks",
 		Long: `Applies exactly the rules of ` + "`opm validate`" + ` (declcfg + ConvertToModel, package by package),
 then checks what opm does not: every bundle has an upgrade path to its channel head (through
@@ -20,6 +20,9 @@ parses, every replaces/skips names a real bundle, and deprecations refer to what
 for each package both carry, the head of each community channel is older than this catalog's
 head, which upgrades every community version directly. --bundles DIR checks that embedded bundle
 manifests agree with the bundle directories.
+
+The catalog is a directory, a tree of per-minor catalogs, or a catalog image
+(registry.example/catalog:tag), as for every catalog verb.
 
 Prints every problem with its package, channel or bundle and file; exits non-zero on errors.`,
 		Args: cobra.ExactArgs(1),

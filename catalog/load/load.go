@@ -1,4 +1,8 @@
-package simulate
+// Package load is how every catalog verb reads a file-based catalog, as opm render reads one: a
+// directory as it is, a catalog image pulled and unpacked, or the catalog a running registry
+// serves (a CatalogSource's, read over the gRPC API OLM reads). It also serves a catalog
+// in-process, as `opm serve` does, for OLM's resolver.
+package load
 
 import (
 	"archive/tar"
@@ -21,17 +25,22 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/tree"
 )
 
-// Opened is a catalog read from a directory or from a catalog image.
-type Opened struct {
-	Catalog
+// Catalog is a catalog read from a directory or from a catalog image.
+type Catalog struct {
+	// Name names it in reports (tree.NameOf).
+	Name string
+	// Arg is the directory or image reference the catalog was read from, for messages.
+	Arg string
+	// FS holds the catalog's files.
+	FS fs.FS
 	// Close removes what reading an image unpacked.
 	Close func()
 }
 
 // Open reads a catalog as opm render does: an existing directory as it is, else a catalog image,
-// pulled and unpacked from the directory its configs label names. The catalog's name is the
-// directory's (tree.NameOf), or the image repository's last path element.
-func Open(ctx context.Context, arg string, opts ...remote.Option) (*Opened, error) {
+// pulled and unpacked from the directory its configs label names. The catalog is named by
+// tree.NameOf.
+func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, error) {
 	if st, err := os.Stat(arg); err == nil {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("catalog %s: not a directory", arg)
@@ -44,13 +53,13 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Opened, erro
 			return nil, fmt.Errorf("catalog %s is a tree of per-minor catalogs (%s): give the catalog of one minor, such as %s",
 				arg, strings.Join(names, ", "), t.Path(t.Minors[len(t.Minors)-1]))
 		}
-		return &Opened{Catalog: Catalog{Name: tree.NameOf(arg), Dir: arg, FS: os.DirFS(arg)}, Close: func() {}}, nil
+		return &Catalog{Name: tree.NameOf(arg), Arg: arg, FS: os.DirFS(arg), Close: func() {}}, nil
 	}
 	// Only a reference that names its registry is pulled: a mistyped directory must not become a
-	// pull from Docker Hub.
+	// pull from Docker Hub, nor a relative one (../catalog) a lookup of the host "..".
 	host, _, _ := strings.Cut(arg, "/")
 	ref, err := name.ParseReference(arg)
-	if err != nil || !strings.Contains(arg, "/") || !(strings.ContainsAny(host, ".:") || host == "localhost") {
+	if err != nil || !strings.Contains(arg, "/") || strings.HasPrefix(host, ".") || !(strings.ContainsAny(host, ".:") || host == "localhost") {
 		return nil, fmt.Errorf("catalog %s: no such directory, and not an image reference with a registry host (registry.example/catalog:tag)", arg)
 	}
 	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
@@ -80,11 +89,7 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Opened, erro
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("catalog image %s: %w", arg, err)
 	}
-	repo := ref.Context().RepositoryStr()
-	return &Opened{
-		Catalog: Catalog{Name: path.Base(repo), Dir: arg, FS: os.DirFS(dir)},
-		Close:   func() { os.RemoveAll(dir) },
-	}, nil
+	return &Catalog{Name: tree.NameOf(arg), Arg: arg, FS: os.DirFS(dir), Close: func() { os.RemoveAll(dir) }}, nil
 }
 
 // unpack writes the regular files under prefix of a flattened image into dir. Links and other

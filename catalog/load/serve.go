@@ -1,4 +1,4 @@
-package simulate
+package load
 
 import (
 	"context"
@@ -18,19 +18,19 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 )
 
-// served is a catalog behind operator-registry's gRPC registry API, held in this process.
-type served struct {
-	client *registryclient.Client
-	close  func()
+// Served is a catalog behind operator-registry's gRPC registry API, held in this process.
+type Served struct {
+	Client *registryclient.Client
+	Close  func()
 }
 
-// serve runs, in-process, the code `opm serve` runs for a file-based catalog: operator-registry's
+// Serve runs, in-process, the code `opm serve` runs for a file-based catalog: operator-registry's
 // cache built from the catalog and its RegistryServer. OLM's resolver then reads the catalog
 // through the same gRPC API, and the same conversion to api.Bundle (replaces, skips, skipRange,
 // deprecations), as it does from a catalog pod in a cluster. The listener is in memory: nothing
 // listens on the machine. With packages not nil, the registry serves only those of cfg, the
 // catalog fsys holds as loaded.
-func serve(ctx context.Context, fsys fs.FS, cfg *declcfg.DeclarativeConfig, packages map[string]bool) (*served, error) {
+func Serve(ctx context.Context, fsys fs.FS, cfg *declcfg.DeclarativeConfig, packages map[string]bool) (*Served, error) {
 	cacheDir, err := os.MkdirTemp("", "csi-olm-simulate-")
 	if err != nil {
 		return nil, err
@@ -67,9 +67,9 @@ func serve(ctx context.Context, fsys fs.FS, cfg *declcfg.DeclarativeConfig, pack
 		cleanup()
 		return nil, err
 	}
-	return &served{
-		client: registryclient.NewClientFromConn(conn),
-		close: func() {
+	return &Served{
+		Client: registryclient.NewClientFromConn(conn),
+		Close: func() {
 			conn.Close()
 			srv.Stop()
 			cleanup()
