@@ -18,7 +18,7 @@ import (
 // gate decides what library-go's operand controllers may see of the ClusterCSIDriver.
 //
 // library-go's controllers remove their operand as soon as the CR is Removed or deleted, and
-// apply their manifests as soon as it is Managed. Two decisions come first here:
+// apply their manifests as soon as it is Managed. Three decisions come first here:
 //   - adoption: until the community driver's objects are prepared to be taken over in place
 //     (see adoption.go), the controllers see Unmanaged and touch nothing;
 //   - removal: until the lifecycle (lifecycle.go) reaches a phase that removes the driver, a

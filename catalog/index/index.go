@@ -231,21 +231,6 @@ func (ch *Channel) Head() string {
 // SkippedBy lists the channel's entries that skip the bundle.
 func (ch *Channel) SkippedBy(bundle string) []string { return ch.skippedBy[bundle] }
 
-// UpgradesFrom lists the channel's entries that upgrade from the bundle name of version v (nil
-// when unknown: then only replaces and skips match), in declaration order.
-func (ch *Channel) UpgradesFrom(name string, v *semver.Version) []*Entry {
-	var out []*Entry
-	for _, e := range ch.Entries {
-		if e.Name == name {
-			continue
-		}
-		if _, ok := e.Rule.From(name, v); ok {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // Order is the order in which OLM's resolver prefers a channel's candidates (its sortChannel):
 // from the head down the replaces chain, leaving out every bundle another bundle of the channel
 // skips. A channel without a single head has no order.

@@ -103,19 +103,8 @@ func TestChannelGraph(t *testing.T) {
 	}
 }
 
-func TestUpgradesFromAndEdges(t *testing.T) {
+func TestEdges(t *testing.T) {
 	ch := channel(e("a", ""), e("b", "a"), declcfg.ChannelEntry{Name: "c", Replaces: "b", Skips: []string{"a"}, SkipRange: ">=1.0.0 <1.2.0"})
-	a := ch.Entry("a")
-	var names []string
-	for _, u := range ch.UpgradesFrom(a.Name, a.Version) {
-		names = append(names, u.Name)
-	}
-	if want := []string{"b", "c"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("UpgradesFrom(a) = %v, want %v", names, want)
-	}
-	if got := ch.UpgradesFrom("gone", nil); len(got) != 0 {
-		t.Errorf("UpgradesFrom(an unknown bundle without version) = %v, want none", got)
-	}
 	want := []index.Edge{
 		{From: "a", To: "b", Kind: upgrade.Replaces},
 		{From: "b", To: "c", Kind: upgrade.Replaces},

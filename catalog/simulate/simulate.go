@@ -25,7 +25,7 @@
 // and checks OLM takes the predicted path.
 //
 // OLM v1 (--olm v1) picks bundles by another rule, operator-controller's, which v1.go restates
-// and documents (ResolveV1: one reconcile; V1Resolver.Walk: every reconcile until it settles).
+// and documents (V1Resolver.Resolve: one reconcile; V1Resolver.Walk: every reconcile until it settles).
 // It is not run but restated, as operator-controller is not a dependency of this module; it was
 // checked against operator-controller v1.11.0's CatalogResolver on 20,000 random catalogs and
 // ClusterExtensions, choices and error messages alike, with no difference.

@@ -199,8 +199,8 @@ func NewV1Resolver(catalogs ...V1Catalog) (*V1Resolver, error) {
 	return r, nil
 }
 
-// ResolveV1 predicts the bundle operator-controller v1.11.0 resolves for a ClusterExtension
-// with spec.source.catalog req (and req.Installed installed) over the ClusterCatalogs catalogs,
+// Resolve predicts the bundle operator-controller v1.11.0 resolves for a ClusterExtension
+// with spec.source.catalog req (and req.Installed installed) over the resolver's ClusterCatalogs,
 // in one reconcile: what it installs, upgrades to, or keeps. The catalogs are those the
 // ClusterExtension's selector picks and that are not Unavailable, each with its spec.priority (0
 // when unset); req.Installed.Version is status.install.bundle.version as operator-controller
@@ -230,15 +230,6 @@ func NewV1Resolver(catalogs ...V1Catalog) (*V1Resolver, error) {
 //
 // Bundles of a catalog that tie on version, release and deprecation come out in operator-
 // controller in the order it loaded them, which is not defined; here the first by name wins.
-func ResolveV1(catalogs []V1Catalog, req V1Request) (*V1Choice, error) {
-	r, err := NewV1Resolver(catalogs...)
-	if err != nil {
-		return nil, err
-	}
-	return r.Resolve(req)
-}
-
-// Resolve is ResolveV1 over the resolver's catalogs.
 func (r *V1Resolver) Resolve(req V1Request) (*V1Choice, error) {
 	res, err := r.resolve(req)
 	if err != nil {

@@ -160,7 +160,7 @@ func TestResolveV1(t *testing.T) {
 			if req.Package == "" {
 				req.Package = "op"
 			}
-			got, err := simulate.ResolveV1(tc.catalogs, req)
+			got, err := resolveV1(tc.catalogs, req)
 			if tc.err != "" {
 				var re *simulate.V1ResolutionError
 				if err == nil || err.Error() != tc.err || !errors.As(err, &re) {
@@ -181,7 +181,7 @@ func TestResolveV1(t *testing.T) {
 
 func TestResolveV1Reports(t *testing.T) {
 	c := v1Catalog("c", 0, pkg{channels: map[string][]entry{"stable": {{v: "1.0.0+1"}, {v: "1.0.0+2", replaces: "1.0.0+1"}}}, deprecated: []string{"1.0.0+1", "1.0.0+2"}})
-	got, err := simulate.ResolveV1([]simulate.V1Catalog{c}, simulate.V1Request{Package: "op"})
+	got, err := resolveV1([]simulate.V1Catalog{c}, simulate.V1Request{Package: "op"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,13 +206,13 @@ func TestResolveV1RefusesWhatTheAPIServerRefuses(t *testing.T) {
 		{simulate.V1Request{Package: "op", Version: strings.Repeat("1", 65)}, `Too long: may not be more than 64 bytes`},
 		{simulate.V1Request{Package: "op", Policy: "Always"}, `spec.source.catalog.upgradeConstraintPolicy: Invalid value: "Always": Unsupported value`},
 	} {
-		_, err := simulate.ResolveV1(c, tc.req)
+		_, err := resolveV1(c, tc.req)
 		var se *simulate.V1SpecError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "the API server refuses the ClusterExtension: ") {
 			t.Errorf("%+v: error %v, want a V1SpecError with %q", tc.req, err, tc.want)
 		}
 	}
-	if _, err := simulate.ResolveV1([]simulate.V1Catalog{v1Catalog("c", 0, chain), v1Catalog("c", 1, chain)}, simulate.V1Request{Package: "op"}); err == nil || !strings.Contains(err.Error(), `two ClusterCatalogs are named "c"`) {
+	if _, err := resolveV1([]simulate.V1Catalog{v1Catalog("c", 0, chain), v1Catalog("c", 1, chain)}, simulate.V1Request{Package: "op"}); err == nil || !strings.Contains(err.Error(), `two ClusterCatalogs are named "c"`) {
 		t.Errorf("two catalogs of one name: error %v", err)
 	}
 }
@@ -322,4 +322,13 @@ func TestV1ResolverConcurrently(t *testing.T) {
 			t.Error(e)
 		}
 	}
+}
+
+// resolveV1 is one reconcile over catalogs.
+func resolveV1(catalogs []simulate.V1Catalog, req simulate.V1Request) (*simulate.V1Choice, error) {
+	r, err := simulate.NewV1Resolver(catalogs...)
+	if err != nil {
+		return nil, err
+	}
+	return r.Resolve(req)
 }

@@ -25,7 +25,7 @@ import (
 
 // v1Check is one start of the OLM v1 cross-check: a ClusterExtension installed with from (nil:
 // nothing installed), then changed to to; operator-controller settles on a bundle, or reports
-// an error, which simulate.ResolveV1's walk must predict.
+// an error, which simulate.V1Resolver's walk must predict.
 type v1Check struct {
 	name     string
 	from, to *v1Spec
