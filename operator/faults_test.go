@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -35,12 +35,12 @@ const burstNamespaces = 20
 
 // burst names the SharedVolumes of a burst: burstSize of them over burstNamespaces namespaces,
 // each with an access point of its own.
-func burst(prefix string) []*v1alpha1.SharedVolume {
-	svs := make([]*v1alpha1.SharedVolume, burstSize)
+func burst(prefix string) []*sharedvolumev1alpha1.SharedVolume {
+	svs := make([]*sharedvolumev1alpha1.SharedVolume, burstSize)
 	for i := range svs {
-		svs[i] = &v1alpha1.SharedVolume{
+		svs[i] = &sharedvolumev1alpha1.SharedVolume{
 			ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("%s-%02d", prefix, i%burstNamespaces), Name: fmt.Sprintf("data-%03d", i)},
-			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: fmt.Sprintf("fsap-%08x", i)},
+			Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: fmt.Sprintf("fsap-%08x", i)},
 		}
 	}
 	return svs
@@ -65,7 +65,7 @@ func persist(ctx context.Context, write func(context.Context) error) error {
 
 // createBurst creates the namespaces and SharedVolumes of a burst on 16 goroutines, counting
 // each SharedVolume created in done.
-func createBurst(ctx context.Context, c client.Client, svs []*v1alpha1.SharedVolume, done *atomic.Int64) error {
+func createBurst(ctx context.Context, c client.Client, svs []*sharedvolumev1alpha1.SharedVolume, done *atomic.Int64) error {
 	for i := range burstNamespaces {
 		namespace := svs[i].Namespace
 		if err := persist(ctx, func(ctx context.Context) error {
@@ -82,7 +82,7 @@ func createBurst(ctx context.Context, c client.Client, svs []*v1alpha1.SharedVol
 }
 
 // deleteBurst deletes the SharedVolumes of a burst on 16 goroutines.
-func deleteBurst(ctx context.Context, c client.Client, svs []*v1alpha1.SharedVolume) error {
+func deleteBurst(ctx context.Context, c client.Client, svs []*sharedvolumev1alpha1.SharedVolume) error {
 	return testutil.Parallel(len(svs), func(i int) error {
 		return persist(ctx, func(ctx context.Context) error { return c.Delete(ctx, svs[i].DeepCopy()) })
 	})
@@ -117,7 +117,7 @@ func (a volumeAudit) problems() []string {
 // SharedVolume has exactly one PV and one PVC, bound to each other, and nothing else exists.
 func auditVolumes(ctx context.Context, c client.Client) (volumeAudit, error) {
 	var a volumeAudit
-	var svs v1alpha1.SharedVolumeList
+	var svs sharedvolumev1alpha1.SharedVolumeList
 	var pvs corev1.PersistentVolumeList
 	var pvcs corev1.PersistentVolumeClaimList
 	owned := client.HasLabels{efs.SharedVolumeOwnerNameLabel}
@@ -147,7 +147,7 @@ func auditVolumes(ctx context.Context, c client.Client) (volumeAudit, error) {
 		key := sv.Namespace + "/" + sv.Name
 		exists[key] = true
 		a.sharedVolumes++
-		if sv.Status.Phase == v1alpha1.SharedVolumeReady {
+		if sv.Status.Phase == sharedvolumev1alpha1.SharedVolumeReady {
 			a.ready++
 		}
 		if sv.DeletionTimestamp != nil {

@@ -23,7 +23,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	svcontroller "github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -220,7 +220,7 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
 	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, h.c, svCRD))
-	svReady := func(sv *v1alpha1.SharedVolume, phase v1alpha1.SharedVolumePhase, reason, says string) func(context.Context) error {
+	svReady := func(sv *sharedvolumev1alpha1.SharedVolume, phase sharedvolumev1alpha1.SharedVolumePhase, reason, says string) func(context.Context) error {
 		return func(ctx context.Context) error {
 			if err := h.c.Get(ctx, client.ObjectKeyFromObject(sv), sv); err != nil {
 				return err
@@ -232,16 +232,16 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 			return nil
 		}
 	}
-	newSV := func(name, accessPoint string) *v1alpha1.SharedVolume {
-		sv := &v1alpha1.SharedVolume{
+	newSV := func(name, accessPoint string) *sharedvolumev1alpha1.SharedVolume {
+		sv := &sharedvolumev1alpha1.SharedVolume{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name},
-			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: accessPoint},
+			Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: accessPoint},
 		}
 		must(t, h.c.Create(ctx, sv))
 		return sv
 	}
 	early := newSV("early", "fsap-0e")
-	must(t, eventually(ctx, "a SharedVolume Ready while pods hold the removal back", svReady(early, v1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+	must(t, eventually(ctx, "a SharedVolume Ready while pods hold the removal back", svReady(early, sharedvolumev1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
 
 	// The pod stops; the removal runs, held at the controller Deployment.
 	release := h.holdDeployment(ctx, t)
@@ -255,14 +255,14 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 	must(t, h.c.Create(ctx, other))
 	// A SharedVolume waits, and says why.
 	late := newSV("late", "fsap-1a")
-	must(t, eventually(ctx, "the SharedVolume refused", svReady(late, v1alpha1.SharedVolumePending, svcontroller.ReasonVolumeRefused, efs.RemovalFence)))
+	must(t, eventually(ctx, "the SharedVolume refused", svReady(late, sharedvolumev1alpha1.SharedVolumePending, svcontroller.ReasonVolumeRefused, efs.RemovalFence)))
 
 	// Managed admits them again.
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "a new EFS PV admitted under Managed", func(ctx context.Context) error {
 		return h.c.Create(ctx, fixture.EFSPV("managed-again"))
 	}))
-	must(t, eventually(ctx, "the SharedVolume Ready", svReady(late, v1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+	must(t, eventually(ctx, "the SharedVolume Ready", svReady(late, sharedvolumev1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
 	must(t, eventually(ctx, "the fence's annotations gone under Managed", func(ctx context.Context) error {
 		cr, err := h.cr(ctx)
 		if err != nil {

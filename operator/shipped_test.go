@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -63,9 +63,9 @@ func TestOperatorRunsAsItsCSVShipsIt(t *testing.T) {
 	// new SharedVolume its finalizer (a dry run goes through admission and stores nothing).
 	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}))
 	must(t, eventually(ctx, "a SharedVolume admitted with its finalizer", func(ctx context.Context) error {
-		sv := &v1alpha1.SharedVolume{
+		sv := &sharedvolumev1alpha1.SharedVolume{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"},
-			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: "fsap-0123abcd"},
+			Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123abcd", AccessPointID: "fsap-0123abcd"},
 		}
 		if err := h.c.Create(ctx, sv, client.DryRunAll); err != nil {
 			return err

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 // TestAdmit: SharedVolumes made since the controller started take turns, Workers at a time; a
@@ -100,8 +100,8 @@ func TestAdmitWhileArriving(t *testing.T) {
 	}
 }
 
-func madeAt(at time.Time) *v1alpha1.SharedVolume {
-	return &v1alpha1.SharedVolume{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(at)}}
+func madeAt(at time.Time) *sharedvolumev1alpha1.SharedVolume {
+	return &sharedvolumev1alpha1.SharedVolume{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(at)}}
 }
 
 // TestReadyWait: a bound SharedVolume's Ready status is held while another's claim was made

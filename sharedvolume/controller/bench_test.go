@@ -31,7 +31,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -160,7 +160,7 @@ func claimBound(o client.Object) bool {
 }
 
 func sharedVolumeReady(o client.Object) bool {
-	return o.(*v1alpha1.SharedVolume).Status.Phase == v1alpha1.SharedVolumeReady
+	return o.(*sharedvolumev1alpha1.SharedVolume).Status.Phase == sharedvolumev1alpha1.SharedVolumeReady
 }
 
 // newAuditedBed is a bed whose API server records every request of a ServiceAccount: the
@@ -216,7 +216,7 @@ func (b *bed) startShippedOperator(ctx context.Context, bin string) *exec.Cmd {
 	warm := sv(warmupNS, "", "fs-01", "fsap-01")
 	warm.GenerateName = "warmup-"
 	must(b.t, b.c.Create(ctx, warm))
-	must(b.t, eventually(ctx, "the warm-up SharedVolume Ready", b.phase(warm, v1alpha1.SharedVolumeReady)))
+	must(b.t, eventually(ctx, "the warm-up SharedVolume Ready", b.phase(warm, sharedvolumev1alpha1.SharedVolumeReady)))
 	// App teams create SharedVolumes long after an install, when the finalizer policy the
 	// operator puts up as it starts is in effect. The API server loads a new policy a moment
 	// later, and until then the controller patches each new SharedVolume itself: in one run of
@@ -514,7 +514,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 	must(b, testutil.ParallelOn(createWorkers, n, func(i int) error {
 		return fast.Patch(ctx, nthSV(rawBurstNS, i), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	}))
-	must(b, fast.DeleteAllOf(ctx, &v1alpha1.SharedVolume{}, client.InNamespace(rawBurstNS)))
+	must(b, fast.DeleteAllOf(ctx, &sharedvolumev1alpha1.SharedVolume{}, client.InNamespace(rawBurstNS)))
 
 	// Catch-up: the operator started again, as its CSV ships it, finds those 1,000 waiting.
 	// Its window starts when the process does: its start-up is part of what the SharedVolumes
@@ -580,7 +580,7 @@ func BenchmarkSharedVolumes(b *testing.B) {
 }
 
 // nthSV is the i-th of the SharedVolumes an app team creates in namespace ns in one go.
-func nthSV(ns string, i int) *v1alpha1.SharedVolume {
+func nthSV(ns string, i int) *sharedvolumev1alpha1.SharedVolume {
 	return sv(ns, fmt.Sprintf("v%04d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
 }
 
@@ -632,15 +632,15 @@ func rawPairs(ctx context.Context, c client.Client, ns string) func(i int) error
 // ownedBy watches the SharedVolumes of namespace ns and the PVs and PVCs made for them.
 func ownedBy(ns string) cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.PersistentVolume{}:      {Label: labels.SelectorFromSet(labels.Set{efs.SharedVolumeOwnerNamespaceLabel: ns})},
-		&corev1.PersistentVolumeClaim{}: {Namespaces: map[string]cache.Config{ns: {}}},
-		&v1alpha1.SharedVolume{}:        {Namespaces: map[string]cache.Config{ns: {}}},
+		&corev1.PersistentVolume{}:           {Label: labels.SelectorFromSet(labels.Set{efs.SharedVolumeOwnerNamespaceLabel: ns})},
+		&corev1.PersistentVolumeClaim{}:      {Namespaces: map[string]cache.Config{ns: {}}},
+		&sharedvolumev1alpha1.SharedVolume{}: {Namespaces: map[string]cache.Config{ns: {}}},
 	}}
 }
 
 // pairKinds are what ownedBy watches, each with the condition its tracker records.
 var pairKinds = map[client.Object]func(client.Object) bool{
-	&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound, &v1alpha1.SharedVolume{}: sharedVolumeReady,
+	&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound, &sharedvolumev1alpha1.SharedVolume{}: sharedVolumeReady,
 }
 
 // BenchmarkOneSharedVolume measures what an app team waits for: one SharedVolume created on a
@@ -653,8 +653,8 @@ func BenchmarkOneSharedVolume(b *testing.B) {
 	bd.namespace(ctx, "team", nil)
 	bd.startShippedOperator(ctx, bin)
 	w := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&v1alpha1.SharedVolume{}: {Namespaces: map[string]cache.Config{"team": {}}},
-	}}, map[client.Object]func(client.Object) bool{&v1alpha1.SharedVolume{}: sharedVolumeReady})[svKind]
+		&sharedvolumev1alpha1.SharedVolume{}: {Namespaces: map[string]cache.Config{"team": {}}},
+	}}, map[client.Object]func(client.Object) bool{&sharedvolumev1alpha1.SharedVolume{}: sharedVolumeReady})[svKind]
 	var took []time.Duration
 	for i := 0; b.Loop(); i++ {
 		s := sv("team", fmt.Sprintf("v%d", i), "fs-01", fmt.Sprintf("fsap-%04x", i))
@@ -719,7 +719,7 @@ func BenchmarkSharedVolumesAtScale(b *testing.B) {
 	w := watch(ctx, b, bd.stack.Config, cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.PersistentVolume{}:      {Label: owned},
 		&corev1.PersistentVolumeClaim{}: {Label: owned},
-	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound, &v1alpha1.SharedVolume{}: sharedVolumeReady})
+	}}, map[client.Object]func(client.Object) bool{&corev1.PersistentVolume{}: nil, &corev1.PersistentVolumeClaim{}: claimBound, &sharedvolumev1alpha1.SharedVolume{}: sharedVolumeReady})
 	create := func(fromNS, toNS int) error {
 		return testutil.ParallelOn(createWorkers, (toNS-fromNS)*perNamespace, func(i int) error {
 			ns := nsName(fromNS + i/perNamespace)
@@ -745,7 +745,7 @@ func BenchmarkSharedVolumesAtScale(b *testing.B) {
 
 	deleteStart := time.Now()
 	must(b, testutil.ParallelOn(createWorkers, namespaces, func(i int) error {
-		return fast.DeleteAllOf(ctx, &v1alpha1.SharedVolume{}, client.InNamespace(nsName(i)))
+		return fast.DeleteAllOf(ctx, &sharedvolumev1alpha1.SharedVolume{}, client.InNamespace(nsName(i)))
 	}))
 	for kind, what := range map[string]string{svKind: "SharedVolumes", pvKind: "PVs", pvcKind: "PVCs"} {
 		must(b, w[kind].wait(ctx, "all "+what+" gone", gone, total))

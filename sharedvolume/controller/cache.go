@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
 
@@ -65,7 +65,7 @@ func slimClaim(obj any) (any, error) {
 // slimSharedVolume drops a cached SharedVolume's managedFields and shares its repeated strings;
 // the rest is read.
 func slimSharedVolume(obj any) (any, error) {
-	sv, ok := obj.(*v1alpha1.SharedVolume)
+	sv, ok := obj.(*sharedvolumev1alpha1.SharedVolume)
 	if !ok {
 		return obj, nil
 	}
@@ -86,7 +86,7 @@ func slimSharedVolume(obj any) (any, error) {
 }
 
 // ownershipLabels has, as its keys, the labels that say which SharedVolume an object is.
-var ownershipLabels = volumes.OwnerLabels(&v1alpha1.SharedVolume{})
+var ownershipLabels = volumes.OwnerLabels(&sharedvolumev1alpha1.SharedVolume{})
 
 func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	var labels map[string]string

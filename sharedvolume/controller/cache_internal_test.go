@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
 
@@ -34,13 +34,13 @@ func sameData(a, b string) bool { return unsafe.StringData(a) == unsafe.StringDa
 // TestCacheTransforms: the cached PV, PVC and SharedVolume keep every field the controller reads
 // and share their repeated strings between objects.
 func TestCacheTransforms(t *testing.T) {
-	svs := []*v1alpha1.SharedVolume{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a", Finalizers: []string{"f"}}, Spec: v1alpha1.SharedVolumeSpec{FileSystemID: "fs-1", AccessPointID: "fsap-1"}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "b", Finalizers: []string{"f"}}, Spec: v1alpha1.SharedVolumeSpec{FileSystemID: "fs-1", AccessPointID: "fsap-2"}},
+	svs := []*sharedvolumev1alpha1.SharedVolume{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a", Finalizers: []string{"f"}}, Spec: sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-1", AccessPointID: "fsap-1"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "b", Finalizers: []string{"f"}}, Spec: sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-1", AccessPointID: "fsap-2"}},
 	}
 	var pvs []*corev1.PersistentVolume
 	var pvcs []*corev1.PersistentVolumeClaim
-	var cachedSVs []*v1alpha1.SharedVolume
+	var cachedSVs []*sharedvolumev1alpha1.SharedVolume
 	for _, sv := range svs {
 		// A collection between two objects' transforms is what made sharing fail in CI.
 		runtime.GC()
@@ -81,16 +81,16 @@ func TestCacheTransforms(t *testing.T) {
 
 		withStatus := sv.DeepCopy()
 		withStatus.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m"}}
-		withStatus.Status = v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumeReady}
+		withStatus.Status = sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumeReady}
 		setReady(&withStatus.Status, sv, metav1.ConditionTrue, ReasonBound, "bound")
 		// What the API server sends, to the second: the transform only drops managedFields.
-		want := decoded(t, withStatus, &v1alpha1.SharedVolume{})
+		want := decoded(t, withStatus, &sharedvolumev1alpha1.SharedVolume{})
 		want.ManagedFields = nil
-		out3, err := slimSharedVolume(decoded(t, withStatus, &v1alpha1.SharedVolume{}))
+		out3, err := slimSharedVolume(decoded(t, withStatus, &sharedvolumev1alpha1.SharedVolume{}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		gotSV := out3.(*v1alpha1.SharedVolume)
+		gotSV := out3.(*sharedvolumev1alpha1.SharedVolume)
 		if !equality.Semantic.DeepEqual(gotSV, want) {
 			t.Errorf("SharedVolume %s changed:\n got %+v\nwant %+v", sv.Name, gotSV, want)
 		}

@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
 
@@ -118,7 +118,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers, backlogWorkers 
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("sharedvolume").
-		For(&v1alpha1.SharedVolume{}, builder.WithPredicates(noteArrivals(&r.lastArrival))).
+		For(&sharedvolumev1alpha1.SharedVolume{}, builder.WithPredicates(noteArrivals(&r.lastArrival))).
 		Watches(&corev1.PersistentVolumeClaim{}, toOwner, builder.WithPredicates(noteEvents(&r.lastClaimEvent), volumeEvents)).
 		Watches(&corev1.PersistentVolume{}, toOwner, builder.WithPredicates(volumeEvents)).
 		// Run may start the controller again in a process whose previous one stopped.
@@ -157,7 +157,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		}
 	}()
 	r.started.CompareAndSwap(0, time.Now().UnixNano())
-	sv := &v1alpha1.SharedVolume{}
+	sv := &sharedvolumev1alpha1.SharedVolume{}
 	if err := r.Get(ctx, req.NamespacedName, sv); err != nil {
 		r.readyHeld.Delete(req.NamespacedName)
 		return reconcile.Result{}, client.IgnoreNotFound(err)
@@ -179,7 +179,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 		// watch comes back only after client-go's backoff, and until then every write from it
 		// conflicts. The control-plane campaign saw SharedVolumes wait 30 s that way, with their
 		// claims Bound. The API server's copy is current.
-		sv = &v1alpha1.SharedVolume{}
+		sv = &sharedvolumev1alpha1.SharedVolume{}
 		if err := r.Reader.Get(ctx, req.NamespacedName, sv); err != nil {
 			return reconcile.Result{}, client.IgnoreNotFound(err)
 		}
@@ -199,7 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 // team's own creates crowd it too, and only a quarter of the workers take turns; those waiting
 // look again once arrivals stop. A backlog, made while no operator ran, found the binder idle,
 // and its SharedVolumes have waited already: all the workers take it (DefaultOptions).
-func (r *Reconciler) admit(ctx context.Context, sv *v1alpha1.SharedVolume) (release func(), err error) {
+func (r *Reconciler) admit(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume) (release func(), err error) {
 	if r.slots == nil || sv.CreationTimestamp.Time.Before(time.Unix(0, r.started.Load())) {
 		return func() {}, nil
 	}
@@ -230,7 +230,7 @@ const arrivalGap = 250 * time.Millisecond
 
 // reconcile does the work of Reconcile on the SharedVolume read. A write refused because the
 // SharedVolume changed since it was read is returned as the conflict it is.
-func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (reconcile.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume) (reconcile.Result, error) {
 	if sv.DeletionTimestamp != nil {
 		return r.delete(ctx, sv)
 	}
@@ -265,7 +265,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (
 		meta.SetStatusCondition(&status.Conditions, *reverted)
 	} else if hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, nil
-	} else if status.Phase == v1alpha1.SharedVolumeReady && sv.Status.Phase != v1alpha1.SharedVolumeReady {
+	} else if status.Phase == sharedvolumev1alpha1.SharedVolumeReady && sv.Status.Phase != sharedvolumev1alpha1.SharedVolumeReady {
 		if wait := r.readyWait(key); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
@@ -274,7 +274,7 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *v1alpha1.SharedVolume) (
 		return reconcile.Result{}, err
 	}
 	r.readyHeld.Delete(key)
-	if status.Phase == v1alpha1.SharedVolumePending {
+	if status.Phase == sharedvolumev1alpha1.SharedVolumePending {
 		return reconcile.Result{RequeueAfter: recheckAfter(status)}, nil
 	}
 	return reconcile.Result{}, nil
@@ -314,7 +314,7 @@ const maxRecheck = 5 * time.Minute
 // which the claim's binding arrives as an event and needs no look. At a fixed 10 s, 10,000
 // SharedVolumes waiting minutes for a busy binder cost the server 30 reads each
 // (BENCHMARKS.md).
-func recheckAfter(status v1alpha1.SharedVolumeStatus) time.Duration {
+func recheckAfter(status sharedvolumev1alpha1.SharedVolumeStatus) time.Duration {
 	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
 	if c == nil || c.Reason != ReasonBinding {
 		return pendingRecheck
@@ -344,7 +344,7 @@ const maxFirstStatusHold = 2 * time.Minute
 // as long as the binder is seen binding others (binderWorking), up to maxFirstStatusHold: then
 // Pending tells the app team its claim is queued. A claim the binder does not seem to be
 // working on is reported Pending after pendingRecheck, and anything else at once.
-func firstStatusWait(sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus, claimMade time.Time, binderWorking bool) time.Duration {
+func firstStatusWait(sv *sharedvolumev1alpha1.SharedVolume, status sharedvolumev1alpha1.SharedVolumeStatus, claimMade time.Time, binderWorking bool) time.Duration {
 	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
 	if sv.Status.Phase != "" || c == nil || c.Reason != ReasonBinding {
 		return 0
@@ -363,7 +363,7 @@ func firstStatusWait(sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStat
 
 // claimWaitingSince is when a SharedVolume's unbound claim started waiting for the binder: when
 // its status first said so or, before any status, when the claim was made.
-func claimWaitingSince(sv *v1alpha1.SharedVolume, pvc *corev1.PersistentVolumeClaim) time.Time {
+func claimWaitingSince(sv *sharedvolumev1alpha1.SharedVolume, pvc *corev1.PersistentVolumeClaim) time.Time {
 	if c := bindingCondition(sv.Status); c != nil {
 		return c.LastTransitionTime.Time
 	}
@@ -389,7 +389,7 @@ func within(last *atomic.Int64, d time.Duration) bool {
 // which a pod may have mounted, is never re-pointed: its volumeHandle is the record of the spec.
 // It returns the SpecReverted condition to set, or nil when there was nothing to revert or the
 // revert was refused (ensure then reports the mismatch).
-func (r *Reconciler) keepSpec(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume) (*metav1.Condition, error) {
+func (r *Reconciler) keepSpec(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, pv *corev1.PersistentVolume) (*metav1.Condition, error) {
 	recorded, ok := volumes.RecordedSpec(pv)
 	if !ok || !volumes.OwnedBy(pv, sv) || recorded == sv.Spec {
 		return nil, nil
@@ -421,10 +421,10 @@ func (r *Reconciler) keepSpec(ctx context.Context, sv *v1alpha1.SharedVolume, pv
 // ensure creates or adopts the PV and PVC and returns the status they give, and how long to
 // hold that status back (firstStatusWait). pv is the PV read by Reconcile, and pvErr the error
 // reading it: nil or NotFound.
-func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error) (status v1alpha1.SharedVolumeStatus, hold time.Duration, err error) {
+func (r *Reconciler) ensure(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error) (status sharedvolumev1alpha1.SharedVolumeStatus, hold time.Duration, err error) {
 	var ns corev1.Namespace
 	if err := r.Get(ctx, client.ObjectKey{Name: sv.Namespace}, &ns); err != nil {
-		return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading namespace %s: %w", sv.Namespace, err)
+		return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading namespace %s: %w", sv.Namespace, err)
 	}
 	if ok, why := volumes.Allowed(&ns, sv); !ok {
 		return failed(sv, ReasonNotAllowed, why), 0, nil
@@ -436,7 +436,7 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 	pvcKey := client.ObjectKey{Namespace: sv.Namespace, Name: volumes.PVCName(sv)}
 	pvcErr := r.readClaim(ctx, pvcKey, pvc)
 	if pvcErr != nil && !apierrors.IsNotFound(pvcErr) {
-		return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, volumes.PVCName(sv), pvcErr)
+		return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", sv.Namespace, volumes.PVCName(sv), pvcErr)
 	}
 	if why, reason := refusal(sv, pv, pvErr, pvc, pvcErr); why != "" {
 		return r.refuse(ctx, sv, pv, pvErr, why, reason)
@@ -459,19 +459,19 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		if apierrors.IsForbidden(err) {
 			// Admission refuses EFS volumes while the driver is removed, and says what lifts
 			// the refusal; a Pending SharedVolume is tried again every pendingRecheck.
-			status = v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending}
+			status = sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumePending}
 			setReady(&status, sv, metav1.ConditionFalse, ReasonVolumeRefused, fmt.Sprintf("the API server refused PersistentVolume %s (tried again every %v): %v", pv.Name, pendingRecheck, err))
 			return status, 0, nil
 		}
 		if apierrors.IsAlreadyExists(err) {
 			if err := r.serverCopy(ctx, client.ObjectKeyFromObject(pv), pv); err != nil {
-				return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolume %s: %w", pv.Name, err)
+				return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolume %s: %w", pv.Name, err)
 			}
 			if why, reason := refusal(sv, pv, nil, pvc, pvcErr); why != "" {
 				return failed(sv, reason, why), 0, nil
 			}
 		} else if err != nil {
-			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
+			return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolume %s: %w", pv.Name, err)
 		}
 	}
 	if apierrors.IsNotFound(pvcErr) {
@@ -481,13 +481,13 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 			// Made since it was read: by another reconcile of this SharedVolume, or by someone
 			// else, whose claim the volume must not stay reserved for.
 			if err := r.serverCopy(ctx, pvcKey, pvc); err != nil {
-				return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+				return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 			}
 			if why, reason := refusal(sv, pv, nil, pvc, nil); why != "" {
 				return r.refuse(ctx, sv, pv, nil, why, reason)
 			}
 		case err != nil:
-			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+			return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("creating PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		default:
 			r.lastPair.Store(&pairMade{sharedVolume: client.ObjectKeyFromObject(sv), at: time.Now()})
 			r.claimRecreated(sv, pv, pvc)
@@ -500,25 +500,25 @@ func (r *Reconciler) ensure(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 		return failed(sv, ReasonMismatch, why), 0, err
 	}
 	working := r.binderWorking()
-	if pvc.Status.Phase == corev1.ClaimBound && sv.Status.Phase != v1alpha1.SharedVolumeReady {
+	if pvc.Status.Phase == corev1.ClaimBound && sv.Status.Phase != sharedvolumev1alpha1.SharedVolumeReady {
 		r.lastBind.Store(time.Now().UnixNano())
 	}
 	if pvc.Status.Phase != corev1.ClaimBound && !working && time.Since(claimWaitingSince(sv, pvc)) > pendingRecheck && r.Reader != nil {
 		fresh := &corev1.PersistentVolumeClaim{}
 		if err := r.serverCopy(ctx, client.ObjectKeyFromObject(pvc), fresh); err != nil {
-			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+			return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("reading PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
 		pvc = fresh
 	}
-	status = v1alpha1.SharedVolumeStatus{
+	status = sharedvolumev1alpha1.SharedVolumeStatus{
 		ClaimRef: &corev1.TypedLocalObjectReference{APIGroup: ptr.To(""), Kind: "PersistentVolumeClaim", Name: pvc.Name},
 	}
 	if pvc.Status.Phase == corev1.ClaimBound {
-		status.Phase = v1alpha1.SharedVolumeReady
+		status.Phase = sharedvolumev1alpha1.SharedVolumeReady
 		setReady(&status, sv, metav1.ConditionTrue, ReasonBound, fmt.Sprintf("PersistentVolumeClaim %s is bound to %s", pvc.Name, pv.Name))
 		return status, 0, nil
 	}
-	status.Phase = v1alpha1.SharedVolumePending
+	status.Phase = sharedvolumev1alpha1.SharedVolumePending
 	setReady(&status, sv, metav1.ConditionFalse, ReasonBinding, fmt.Sprintf("waiting for PersistentVolumeClaim %s to bind to %s", pvc.Name, pv.Name))
 	return status, firstStatusWait(sv, status, pvc.CreationTimestamp.Time, working), nil
 }
@@ -544,12 +544,12 @@ func (r *Reconciler) crdDeleting(ctx context.Context) (bool, error) {
 // the PV is deleted first: the binder would bind that claim to it and hand it the access point.
 // The claim name is checked before the PV is made, but against a cache that can lag by the
 // moments its watch takes, as the API server's own cache lags etcd.
-func (r *Reconciler) refuse(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error, why, reason string) (v1alpha1.SharedVolumeStatus, time.Duration, error) {
+func (r *Reconciler) refuse(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error, why, reason string) (sharedvolumev1alpha1.SharedVolumeStatus, time.Duration, error) {
 	ref := pv.Spec.ClaimRef
 	if reason == ReasonCollision && pvErr == nil && volumes.OwnedBy(pv, sv) && ref != nil && ref.UID == "" &&
 		ref.Namespace == sv.Namespace && ref.Name == volumes.PVCName(sv) && pv.DeletionTimestamp == nil {
 		if err := r.Delete(ctx, pv, client.Preconditions{UID: ptr.To(pv.UID)}); err != nil && !apierrors.IsNotFound(err) {
-			return v1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("deleting PersistentVolume %s, reserved for a claim that is not this SharedVolume's: %w", pv.Name, err)
+			return sharedvolumev1alpha1.SharedVolumeStatus{}, 0, fmt.Errorf("deleting PersistentVolume %s, reserved for a claim that is not this SharedVolume's: %w", pv.Name, err)
 		}
 		if r.Recorder != nil {
 			r.Recorder.Eventf(sv, corev1.EventTypeWarning, ReasonReservedVolumeDeleted,
@@ -600,7 +600,7 @@ func (r *Reconciler) serverCopy(ctx context.Context, key client.ObjectKey, obj c
 }
 
 // mismatch says why a SharedVolume's own PV does not mount what its spec names.
-func mismatch(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) string {
+func mismatch(pv *corev1.PersistentVolume, sv *sharedvolumev1alpha1.SharedVolume) string {
 	mounts := "no EFS volume"
 	if pv.Spec.CSI != nil {
 		mounts = pv.Spec.CSI.VolumeHandle
@@ -613,13 +613,13 @@ func mismatch(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) string {
 	return fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s", pv.Name, mounts, sv.Spec.FileSystemID, sv.Spec.AccessPointID)
 }
 
-func failed(sv *v1alpha1.SharedVolume, reason, message string) v1alpha1.SharedVolumeStatus {
-	status := v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumeFailed, Message: message}
+func failed(sv *sharedvolumev1alpha1.SharedVolume, reason, message string) sharedvolumev1alpha1.SharedVolumeStatus {
+	status := sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumeFailed, Message: message}
 	setReady(&status, sv, metav1.ConditionFalse, reason, message)
 	return status
 }
 
-func setReady(status *v1alpha1.SharedVolumeStatus, sv *v1alpha1.SharedVolume, s metav1.ConditionStatus, reason, message string) {
+func setReady(status *sharedvolumev1alpha1.SharedVolumeStatus, sv *sharedvolumev1alpha1.SharedVolume, s metav1.ConditionStatus, reason, message string) {
 	// Keep the transition time of an unchanged condition.
 	status.Conditions = append([]metav1.Condition(nil), sv.Status.Conditions...)
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
@@ -630,7 +630,7 @@ func setReady(status *v1alpha1.SharedVolumeStatus, sv *v1alpha1.SharedVolume, s 
 // writeStatus writes the status if it changed, and reports phase changes as events. The write
 // is refused with a conflict when the SharedVolume changed since it was read: a status computed
 // from a stale cache must not replace a newer one (a SpecReverted condition would be lost).
-func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume, status v1alpha1.SharedVolumeStatus) error {
+func (r *Reconciler) writeStatus(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, status sharedvolumev1alpha1.SharedVolumeStatus) error {
 	if equality.Semantic.DeepEqual(sv.Status, status) {
 		return nil
 	}
@@ -653,7 +653,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 			// or a refusal is told.
 			return nil
 		}
-		if status.Phase == v1alpha1.SharedVolumeFailed {
+		if status.Phase == sharedvolumev1alpha1.SharedVolumeFailed {
 			eventType = corev1.EventTypeWarning
 		}
 		r.Recorder.Event(sv, eventType, reason, statusMessage(status))
@@ -663,14 +663,14 @@ func (r *Reconciler) writeStatus(ctx context.Context, sv *v1alpha1.SharedVolume,
 
 // bindingCondition is a status's Ready condition when it says the claim waits for the binder
 // (always False), or nil.
-func bindingCondition(status v1alpha1.SharedVolumeStatus) *metav1.Condition {
+func bindingCondition(status sharedvolumev1alpha1.SharedVolumeStatus) *metav1.Condition {
 	if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil && c.Reason == ReasonBinding {
 		return c
 	}
 	return nil
 }
 
-func statusMessage(status v1alpha1.SharedVolumeStatus) string {
+func statusMessage(status sharedvolumev1alpha1.SharedVolumeStatus) string {
 	if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
 		return c.Message
 	}
@@ -682,13 +682,13 @@ func statusMessage(status v1alpha1.SharedVolumeStatus) string {
 // CRD itself is being deleted, the API server is deleting every SharedVolume and no app team
 // asked for it (OLM v1 deletes the CRDs of an extension it uninstalls): then only the finalizer
 // goes, and the claims and volumes stay for the pods that use them.
-func (r *Reconciler) delete(ctx context.Context, sv *v1alpha1.SharedVolume) (reconcile.Result, error) {
+func (r *Reconciler) delete(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(sv, efs.SharedVolumeFinalizer) {
 		return reconcile.Result{}, nil
 	}
-	if sv.Status.Phase != v1alpha1.SharedVolumeDeleting {
+	if sv.Status.Phase != sharedvolumev1alpha1.SharedVolumeDeleting {
 		status := *sv.Status.DeepCopy()
-		status.Phase = v1alpha1.SharedVolumeDeleting
+		status.Phase = sharedvolumev1alpha1.SharedVolumeDeleting
 		status.Message = ""
 		setReady(&status, sv, metav1.ConditionFalse, ReasonDeleting, "removing the PersistentVolumeClaim, then the PersistentVolume")
 		if err := r.writeStatus(ctx, sv, status); err != nil {

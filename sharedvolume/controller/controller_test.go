@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
@@ -101,10 +101,10 @@ func (b *bed) namespace(ctx context.Context, name string, annotations map[string
 	must(b.t, b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}))
 }
 
-func sv(namespace, name, fs, fsap string) *v1alpha1.SharedVolume {
-	return &v1alpha1.SharedVolume{
+func sv(namespace, name, fs, fsap string) *sharedvolumev1alpha1.SharedVolume {
+	return &sharedvolumev1alpha1.SharedVolume{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: fs, AccessPointID: fsap},
+		Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: fs, AccessPointID: fsap},
 	}
 }
 
@@ -126,7 +126,7 @@ func (b *bed) eventFor(obj client.Object, reason string) func(context.Context) e
 	}
 }
 
-func (b *bed) phase(obj *v1alpha1.SharedVolume, want v1alpha1.SharedVolumePhase) func(context.Context) error {
+func (b *bed) phase(obj *sharedvolumev1alpha1.SharedVolume, want sharedvolumev1alpha1.SharedVolumePhase) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if err := b.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
@@ -146,7 +146,7 @@ func TestCreateReadyDeleteCleanedUp(t *testing.T) {
 	b.namespace(ctx, "team-a", nil)
 	v := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
 	must(t, b.c.Create(ctx, v))
-	must(t, eventually(ctx, "Ready", b.phase(v, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "Ready", b.phase(v, sharedvolumev1alpha1.SharedVolumeReady)))
 	must(t, eventually(ctx, "the phase metric to count it", func(context.Context) error {
 		if got, err := metricstestutil.GetGaugeMetricValue(controller.Phases.WithLabelValues("Ready")); err != nil || got != 1 {
 			return fmt.Errorf("aws_efs_sharedvolumes{phase=\"Ready\"} = %v (%v), want 1", got, err)
@@ -229,7 +229,7 @@ func TestDeletingTheCRDKeepsTheVolumes(t *testing.T) {
 	b.namespace(ctx, "team-a", nil)
 	v := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
 	must(t, b.c.Create(ctx, v))
-	must(t, eventually(ctx, "Ready", b.phase(v, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "Ready", b.phase(v, sharedvolumev1alpha1.SharedVolumeReady)))
 	kept := []client.Object{
 		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-team-a-data"}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "pvc-data"}},
@@ -262,7 +262,7 @@ func TestDeletingTheCRDKeepsTheVolumes(t *testing.T) {
 	b.run()
 	again := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
 	must(t, eventually(ctx, "the SharedVolume recreated", func(ctx context.Context) error { return b.c.Create(ctx, again) }))
-	must(t, eventually(ctx, "Ready again", b.phase(again, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "Ready again", b.phase(again, sharedvolumev1alpha1.SharedVolumeReady)))
 	for _, o := range kept {
 		if err := b.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || o.GetUID() != uids[o.GetName()] {
 			t.Errorf("after the reinstall, %T %s: %v (UID %s, was %s)", o, o.GetName(), err, o.GetUID(), uids[o.GetName()])
@@ -321,7 +321,7 @@ func TestLegacyObjectsAreAdopted(t *testing.T) {
 	v := sv("legacy", "old", "fs-0a1b", "fsap-0a1b")
 	must(t, b.c.Create(ctx, v))
 	b.run()
-	must(t, eventually(ctx, "Ready", b.phase(v, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "Ready", b.phase(v, sharedvolumev1alpha1.SharedVolumeReady)))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(pv), pv))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(pvc), pvc))
 	if pv.UID != uidPV || pvc.UID != uidPVC || pv.ResourceVersion != rvPV || pvc.ResourceVersion != rvPVC {
@@ -381,10 +381,10 @@ func TestCollisionsFailAndTouchNothing(t *testing.T) {
 	// Two SharedVolumes whose PV names collide: a-b/c and a/b-c both want pv-a-b-c.
 	first := sv("a-b", "c", "fs-01", "fsap-01")
 	must(t, b.c.Create(ctx, first))
-	must(t, eventually(ctx, "the first to be Ready", b.phase(first, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "the first to be Ready", b.phase(first, sharedvolumev1alpha1.SharedVolumeReady)))
 
 	cases := []struct {
-		sv   *v1alpha1.SharedVolume
+		sv   *sharedvolumev1alpha1.SharedVolume
 		want string
 	}{
 		{sv("team-a", "taken", "fs-01", "fsap-01"), "PersistentVolume pv-team-a-taken already exists and belongs to no SharedVolume"},
@@ -397,14 +397,14 @@ func TestCollisionsFailAndTouchNothing(t *testing.T) {
 		must(t, b.c.Create(ctx, c.sv))
 	}
 	for _, c := range cases {
-		must(t, eventually(ctx, c.sv.Namespace+"/"+c.sv.Name+" Failed", b.phase(c.sv, v1alpha1.SharedVolumeFailed)))
+		must(t, eventually(ctx, c.sv.Namespace+"/"+c.sv.Name+" Failed", b.phase(c.sv, sharedvolumev1alpha1.SharedVolumeFailed)))
 		if !strings.Contains(c.sv.Status.Message, c.want) {
 			t.Errorf("%s/%s: message %q, want %q", c.sv.Namespace, c.sv.Name, c.sv.Status.Message, c.want)
 		}
 	}
 	atLimit := sv("team-a", strings.Repeat("n", 63), "fs-01", "fsap-01")
 	must(t, b.c.Create(ctx, atLimit))
-	must(t, eventually(ctx, "a SharedVolume with a 63-character name to be Ready", b.phase(atLimit, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "a SharedVolume with a 63-character name to be Ready", b.phase(atLimit, sharedvolumev1alpha1.SharedVolumeReady)))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(foreignPV), foreignPV))
 	must(t, b.c.Get(ctx, client.ObjectKeyFromObject(foreignPVC), foreignPVC))
 	if foreignPV.ResourceVersion != rvPV || foreignPVC.ResourceVersion != rvPVC {
@@ -463,7 +463,7 @@ func TestVolumeReservedForOthersClaimIsDeleted(t *testing.T) {
 	must(t, b.c.Create(ctx, pv))
 
 	must(t, b.c.Create(ctx, s))
-	must(t, eventually(ctx, "the SharedVolume to fail", b.phase(s, v1alpha1.SharedVolumeFailed)))
+	must(t, eventually(ctx, "the SharedVolume to fail", b.phase(s, sharedvolumev1alpha1.SharedVolumeFailed)))
 	if want := "PersistentVolumeClaim team-a/" + foreign.Name + " already exists and belongs to no SharedVolume"; !strings.Contains(s.Status.Message, want) {
 		t.Errorf("message %q, want it to say %q", s.Status.Message, want)
 	}

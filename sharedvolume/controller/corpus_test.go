@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/clustercorpus"
 )
 
@@ -25,7 +25,7 @@ import (
 func TestSharedVolumeCorpus(t *testing.T) {
 	b := newBed(t)
 	b.run()
-	example, err := clustercorpus.ShippedExample("../..", "aws-efs-operator", v1alpha1.Kind)
+	example, err := clustercorpus.ShippedExample("../..", "aws-efs-operator", sharedvolumev1alpha1.Kind)
 	must(t, err)
 	clustercorpus.Run(t, "../../test/badinput/sharedvolume", "sv-", &svSurface{c: b.c, example: example}, clustercorpus.Options{
 		Client: b.c, Example: example, Timeout: time.Minute,
@@ -42,8 +42,8 @@ type svSurface struct {
 	example map[string]any
 }
 
-func (s *svSurface) subject(c *clustercorpus.Case, ns string) *v1alpha1.SharedVolume {
-	v := &v1alpha1.SharedVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
+func (s *svSurface) subject(c *clustercorpus.Case, ns string) *sharedvolumev1alpha1.SharedVolume {
+	v := &sharedvolumev1alpha1.SharedVolume{ObjectMeta: metav1.ObjectMeta{Namespace: ns}}
 	if obj := c.Subject(s.example); obj != nil {
 		u := unstructured.Unstructured{Object: obj}
 		v.Name = u.GetName()
@@ -67,7 +67,7 @@ func (s *svSurface) Ready(ctx context.Context, c *clustercorpus.Case, ns string)
 		if err := s.c.Get(ctx, client.ObjectKeyFromObject(v), v); err != nil {
 			return err
 		}
-		if v.Status.Phase != v1alpha1.SharedVolumeReady {
+		if v.Status.Phase != sharedvolumev1alpha1.SharedVolumeReady {
 			return fmt.Errorf("phase %q message %q", v.Status.Phase, v.Status.Message)
 		}
 		return nil
@@ -84,7 +84,7 @@ func (s *svSurface) Said(ctx context.Context, c *clustercorpus.Case, ns string, 
 		return "", "", err
 	}
 	events, err := clustercorpus.Events(ctx, s.c, ns, since, func(o corev1.ObjectReference) bool {
-		return o.Kind == v1alpha1.Kind && o.Name == v.Name
+		return o.Kind == sharedvolumev1alpha1.Kind && o.Name == v.Name
 	})
 	return status, events, err
 }
@@ -117,7 +117,7 @@ func (s *svSurface) Scope(ctx context.Context, ns string) ([]*unstructured.Unstr
 // recording its spec, kept with Retain.
 func (s *svSurface) Check(ctx context.Context, c *clustercorpus.Case, ns string) []string {
 	v := s.subject(c, ns)
-	if err := s.c.Get(ctx, client.ObjectKeyFromObject(v), v); err != nil || v.Status.Phase != v1alpha1.SharedVolumeReady {
+	if err := s.c.Get(ctx, client.ObjectKeyFromObject(v), v); err != nil || v.Status.Phase != sharedvolumev1alpha1.SharedVolumeReady {
 		return nil
 	}
 	var pv corev1.PersistentVolume

@@ -15,7 +15,7 @@ import (
 	csikube "github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/names/olm"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 // The finalizer policy has the API server put the SharedVolume finalizer on every new
@@ -43,8 +43,8 @@ func finalizerPolicy() *admissionv1ac.MutatingAdmissionPolicyApplyConfiguration 
 			WithMatchConstraints(admissionv1ac.MatchResources().WithResourceRules(
 				admissionv1ac.NamedRuleWithOperations().
 					WithOperations(admissionregistrationv1.Create).
-					WithAPIGroups(v1alpha1.GroupVersion.Group).
-					WithAPIVersions(v1alpha1.GroupVersion.Version).
+					WithAPIGroups(sharedvolumev1alpha1.GroupVersion.Group).
+					WithAPIVersions(sharedvolumev1alpha1.GroupVersion.Version).
 					WithResources("sharedvolumes"))).
 			WithMutations(admissionv1ac.Mutation().
 				WithPatchType(admissionregistrationv1.PatchTypeApplyConfiguration).

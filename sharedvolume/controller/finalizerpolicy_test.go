@@ -14,7 +14,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/names/olm"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 )
 
@@ -83,7 +83,7 @@ func TestFinalizerPolicy(t *testing.T) {
 	// controller's but to its status.
 	s := sv("team", "stored", "fs-01", "fsap-02")
 	must(t, b.c.Create(ctx, s))
-	must(t, eventually(ctx, "Ready", b.phase(s, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "Ready", b.phase(s, sharedvolumev1alpha1.SharedVolumeReady)))
 	if !slices.Equal(s.Finalizers, []string{efs.SharedVolumeFinalizer}) {
 		t.Errorf("Ready SharedVolume has finalizers %q", s.Finalizers)
 	}

@@ -13,7 +13,7 @@ import (
 	metricstestutil "k8s.io/component-base/metrics/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -30,10 +30,10 @@ func TestSpecIsImmutable(t *testing.T) {
 	must(t, b.c.Create(ctx, v))
 	for _, edit := range []struct {
 		name string
-		spec v1alpha1.SharedVolumeSpec
+		spec sharedvolumev1alpha1.SharedVolumeSpec
 	}{
-		{"fileSystemID", v1alpha1.SharedVolumeSpec{FileSystemID: "fs-99999999", AccessPointID: v.Spec.AccessPointID}},
-		{"accessPointID", v1alpha1.SharedVolumeSpec{FileSystemID: v.Spec.FileSystemID, AccessPointID: "fsap-99999999"}},
+		{"fileSystemID", sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-99999999", AccessPointID: v.Spec.AccessPointID}},
+		{"accessPointID", sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: v.Spec.FileSystemID, AccessPointID: "fsap-99999999"}},
 	} {
 		edited := v.DeepCopy()
 		edited.Spec = edit.spec
@@ -64,7 +64,7 @@ func TestSpecEditIsRevertedWhereTheRuleIsIgnored(t *testing.T) {
 	v := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
 	original := v.Spec
 	must(t, b.c.Create(ctx, v))
-	must(t, eventually(ctx, "Ready", b.phase(v, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "Ready", b.phase(v, sharedvolumev1alpha1.SharedVolumeReady)))
 	pv := &corev1.PersistentVolume{}
 	pvc := &corev1.PersistentVolumeClaim{}
 	must(t, b.c.Get(ctx, client.ObjectKey{Name: "pv-team-a-data"}, pv))
@@ -72,15 +72,15 @@ func TestSpecEditIsRevertedWhereTheRuleIsIgnored(t *testing.T) {
 
 	edits := []struct {
 		name string
-		spec v1alpha1.SharedVolumeSpec
+		spec sharedvolumev1alpha1.SharedVolumeSpec
 		want []string // in the condition and event message
 	}{
 		{
-			"both fields", v1alpha1.SharedVolumeSpec{FileSystemID: "fs-99999999", AccessPointID: "fsap-99999999"},
+			"both fields", sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-99999999", AccessPointID: "fsap-99999999"},
 			[]string{"spec.fileSystemID from fs-0123cdef to fs-99999999", "spec.accessPointID from fsap-0123456789abcdef to fsap-99999999"},
 		},
 		{
-			"accessPointID only", v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0a0a"},
+			"accessPointID only", sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0a0a"},
 			[]string{"spec.accessPointID from fsap-0123456789abcdef to fsap-0a0a"},
 		},
 	}
@@ -122,7 +122,7 @@ func TestSpecEditIsRevertedWhereTheRuleIsIgnored(t *testing.T) {
 		must(t, eventually(ctx, edit.name+" event", b.eventWith(v, controller.ReasonSpecEdited, edit.want[0])))
 		// Still Ready, for the reverted spec's generation.
 		ready := meta.FindStatusCondition(v.Status.Conditions, controller.ConditionReady)
-		if v.Status.Phase != v1alpha1.SharedVolumeReady || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != v.Generation {
+		if v.Status.Phase != sharedvolumev1alpha1.SharedVolumeReady || ready == nil || ready.Status != metav1.ConditionTrue || ready.ObservedGeneration != v.Generation {
 			t.Errorf("%s: phase %q, Ready %+v at generation %d", edit.name, v.Status.Phase, ready, v.Generation)
 		}
 	}
@@ -142,7 +142,7 @@ func TestRevertRefusedByTheAPIServerFailsWithoutRepointing(t *testing.T) {
 	b.namespace(ctx, "team-a", nil)
 	v := sv("team-a", "data", "fs-0123cdef", "fsap-0123456789abcdef")
 	must(t, b.c.Create(ctx, v))
-	must(t, eventually(ctx, "Ready", b.phase(v, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "Ready", b.phase(v, sharedvolumev1alpha1.SharedVolumeReady)))
 	stop()
 
 	v.Spec.FileSystemID = "fs-99999999"
@@ -162,7 +162,7 @@ func TestRevertRefusedByTheAPIServerFailsWithoutRepointing(t *testing.T) {
 	}))
 
 	b.run()
-	must(t, eventually(ctx, "Failed", b.phase(v, v1alpha1.SharedVolumeFailed)))
+	must(t, eventually(ctx, "Failed", b.phase(v, sharedvolumev1alpha1.SharedVolumeFailed)))
 	for _, w := range []string{"PersistentVolume pv-team-a-data mounts fs-0123cdef::fsap-0123456789abcdef, not fs-99999999::fsap-0123456789abcdef", "could not be reverted", "delete this SharedVolume"} {
 		if !strings.Contains(v.Status.Message, w) {
 			t.Errorf("message %q lacks %q", v.Status.Message, w)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 var (
@@ -39,7 +39,7 @@ func init() {
 // them every 5 s at scale.
 func reportPhases(ctx context.Context, c cache.Cache) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		informer, err := c.GetInformer(ctx, &v1alpha1.SharedVolume{})
+		informer, err := c.GetInformer(ctx, &sharedvolumev1alpha1.SharedVolume{})
 		if err != nil || !informer.HasSynced() {
 			klog.V(4).Infof("counting SharedVolumes: the cache is not ready (%v)", err)
 			return
@@ -49,13 +49,13 @@ func reportPhases(ctx context.Context, c cache.Cache) {
 			klog.V(4).Infof("counting SharedVolumes: the cache's informer is a %T", informer)
 			return
 		}
-		counts := map[v1alpha1.SharedVolumePhase]int{}
+		counts := map[sharedvolumev1alpha1.SharedVolumePhase]int{}
 		for _, obj := range store.GetStore().List() {
-			if sv, ok := obj.(*v1alpha1.SharedVolume); ok {
+			if sv, ok := obj.(*sharedvolumev1alpha1.SharedVolume); ok {
 				counts[sv.Status.Phase]++
 			}
 		}
-		for _, phase := range []v1alpha1.SharedVolumePhase{"", v1alpha1.SharedVolumePending, v1alpha1.SharedVolumeReady, v1alpha1.SharedVolumeDeleting, v1alpha1.SharedVolumeFailed} {
+		for _, phase := range []sharedvolumev1alpha1.SharedVolumePhase{"", sharedvolumev1alpha1.SharedVolumePending, sharedvolumev1alpha1.SharedVolumeReady, sharedvolumev1alpha1.SharedVolumeDeleting, sharedvolumev1alpha1.SharedVolumeFailed} {
 			label := string(phase)
 			if label == "" {
 				label = "New"

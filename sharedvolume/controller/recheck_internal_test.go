@@ -6,23 +6,23 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 // TestRecheckAfter: a SharedVolume waiting for the binder is looked at less and less often, and
 // one waiting for anything else every pendingRecheck, as its message says.
 func TestRecheckAfter(t *testing.T) {
-	pending := func(reason string, since time.Duration) v1alpha1.SharedVolumeStatus {
-		return v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending, Conditions: []metav1.Condition{{
+	pending := func(reason string, since time.Duration) sharedvolumev1alpha1.SharedVolumeStatus {
+		return sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumePending, Conditions: []metav1.Condition{{
 			Type: ConditionReady, Status: metav1.ConditionFalse, Reason: reason, LastTransitionTime: metav1.NewTime(time.Now().Add(-since)),
 		}}}
 	}
 	for _, tc := range []struct {
 		name     string
-		status   v1alpha1.SharedVolumeStatus
+		status   sharedvolumev1alpha1.SharedVolumeStatus
 		min, max time.Duration
 	}{
-		{"no condition", v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending}, pendingRecheck, pendingRecheck},
+		{"no condition", sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumePending}, pendingRecheck, pendingRecheck},
 		{"binding, just now", pending(ReasonBinding, 0), pendingRecheck, pendingRecheck},
 		{"binding, for 15 s", pending(ReasonBinding, 15*time.Second), pendingRecheck, pendingRecheck},
 		{"binding, for a minute", pending(ReasonBinding, time.Minute), 30 * time.Second, 31 * time.Second},
@@ -40,19 +40,19 @@ func TestRecheckAfter(t *testing.T) {
 // TestFirstStatusWait: a new SharedVolume's first status is held back while its claim may bind
 // soon, and no longer than maxFirstStatusHold while the binder works through others.
 func TestFirstStatusWait(t *testing.T) {
-	binding := v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending, Conditions: []metav1.Condition{{
+	binding := sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumePending, Conditions: []metav1.Condition{{
 		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonBinding,
 	}}}
-	failedStatus := v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumeFailed, Conditions: []metav1.Condition{{
+	failedStatus := sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumeFailed, Conditions: []metav1.Condition{{
 		Type: ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonCollision,
 	}}}
-	fresh := &v1alpha1.SharedVolume{}
-	reported := &v1alpha1.SharedVolume{Status: v1alpha1.SharedVolumeStatus{Phase: v1alpha1.SharedVolumePending}}
+	fresh := &sharedvolumev1alpha1.SharedVolume{}
+	reported := &sharedvolumev1alpha1.SharedVolume{Status: sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumePending}}
 	ago := func(d time.Duration) time.Time { return time.Now().Add(-d) }
 	for _, tc := range []struct {
 		name     string
-		sv       *v1alpha1.SharedVolume
-		status   v1alpha1.SharedVolumeStatus
+		sv       *sharedvolumev1alpha1.SharedVolume
+		status   sharedvolumev1alpha1.SharedVolumeStatus
 		made     time.Time
 		working  bool
 		min, max time.Duration

@@ -11,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 )
 
@@ -29,7 +29,7 @@ const (
 // decided before anything is made: a PV made while someone else's claim holds the claim's name
 // would be pre-bound to that claim and hand it the access point. pvErr and pvcErr are the errors
 // reading them: nil or NotFound.
-func refusal(sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error, pvc *corev1.PersistentVolumeClaim, pvcErr error) (why, reason string) {
+func refusal(sv *sharedvolumev1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvErr error, pvc *corev1.PersistentVolumeClaim, pvcErr error) (why, reason string) {
 	hasPV, hasPVC := pvErr == nil, pvcErr == nil
 	// An object whose labels were removed by hand is still this SharedVolume's when the other
 	// one of the pair is, and the two are bound to each other.
@@ -54,7 +54,7 @@ func boundToEachOther(pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeC
 
 // claimRecreated tells the SharedVolume's readers that its PVC, deleted behind its back, was
 // made again: pv, read before, still names the deleted one.
-func (r *Reconciler) claimRecreated(sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) {
+func (r *Reconciler) claimRecreated(sv *sharedvolumev1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) {
 	if r.Recorder != nil && pv.Spec.ClaimRef != nil && pv.Spec.ClaimRef.UID != "" {
 		r.Recorder.Eventf(sv, corev1.EventTypeWarning, ReasonClaimRecreated,
 			"PersistentVolumeClaim %s was deleted: made it again and bound it to PersistentVolume %s, whose data is kept", pvc.Name, pv.Name)
@@ -67,7 +67,7 @@ func (r *Reconciler) claimRecreated(sv *v1alpha1.SharedVolume, pv *corev1.Persis
 // mounts and of either's volume mode, and of the PVC's spec. It returns why the SharedVolume
 // fails when an edit must not be put back: the PV given to another claim that asks for it is
 // not taken back from a claim that may be using it.
-func (r *Reconciler) repair(ctx context.Context, sv *v1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) (string, error) {
+func (r *Reconciler) repair(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, pv *corev1.PersistentVolume, pvc *corev1.PersistentVolumeClaim) (string, error) {
 	if pv.UID == "" || pvc.UID == "" {
 		// Made by another reconcile meanwhile (the create found it existing) and not read
 		// back: without the PVC's UID a claimRef cannot be judged. The next reconcile repairs.
@@ -116,7 +116,7 @@ func (r *Reconciler) repair(ctx context.Context, sv *v1alpha1.SharedVolume, pv *
 // the edits put back. The write is refused with a conflict when obj changed since it was read.
 // Whether anything changed is known from the edits: comparing the objects whole was 6% of the
 // operator's CPU while it made 1,000 pairs.
-func (r *Reconciler) put(ctx context.Context, sv *v1alpha1.SharedVolume, obj, edited client.Object, changed bool, edits []string) error {
+func (r *Reconciler) put(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, obj, edited client.Object, changed bool, edits []string) error {
 	if !changed {
 		return nil
 	}

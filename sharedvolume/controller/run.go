@@ -20,7 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 // Options tune the controller.
@@ -98,9 +98,9 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 			// operator's RSS grows with, have transforms of their own (cache.go).
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.PersistentVolume{}:      {Label: owned, Transform: slimVolume},
-				&corev1.PersistentVolumeClaim{}: {Transform: slimClaim},
-				&v1alpha1.SharedVolume{}:        {Transform: slimSharedVolume},
+				&corev1.PersistentVolume{}:           {Label: owned, Transform: slimVolume},
+				&corev1.PersistentVolumeClaim{}:      {Transform: slimClaim},
+				&sharedvolumev1alpha1.SharedVolume{}: {Transform: slimSharedVolume},
 			}},
 	})
 	if err != nil {
@@ -117,7 +117,7 @@ func Run(ctx context.Context, config *rest.Config, component string, opts Option
 // NewScheme knows the Kubernetes types and SharedVolumes.
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, sharedvolumev1alpha1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
@@ -133,11 +133,11 @@ func waitForAPI(ctx context.Context, config *rest.Config) error {
 	logged := false
 	// Cancellation is not an error here: the caller stops with its context.
 	_ = wait.PollUntilContextCancel(ctx, 10*time.Second, true, func(context.Context) (bool, error) {
-		if _, err := disco.ServerResourcesForGroupVersion(v1alpha1.GroupVersion.String()); err == nil {
+		if _, err := disco.ServerResourcesForGroupVersion(sharedvolumev1alpha1.GroupVersion.String()); err == nil {
 			return true, nil
 		}
 		if !logged {
-			klog.Infof("waiting for the SharedVolume API %s to be served", v1alpha1.GroupVersion)
+			klog.Infof("waiting for the SharedVolume API %s to be served", sharedvolumev1alpha1.GroupVersion)
 			logged = true
 		}
 		return false, nil

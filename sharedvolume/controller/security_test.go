@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -31,7 +31,7 @@ func (b *bed) appTeam(ctx context.Context, ns string) client.Client {
 	must(b.t, b.c.Create(ctx, &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sharedvolume-editor"},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"sharedvolumes"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			{APIGroups: []string{sharedvolumev1alpha1.GroupVersion.Group}, Resources: []string{"sharedvolumes"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 			{APIGroups: []string{""}, Resources: []string{"persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		},
 	}))
@@ -60,12 +60,12 @@ func TestAppTeamCannotReachOthersVolumes(t *testing.T) {
 	// Team A's volume.
 	va := sv("team-a", "data", "fs-0a0a", "fsap-0a0a")
 	must(t, a.Create(ctx, va))
-	must(t, eventually(ctx, "team A's volume Ready", b.phase(va, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "team A's volume Ready", b.phase(va, sharedvolumev1alpha1.SharedVolumeReady)))
 
 	// Team B may not use team A's file system.
 	vb := sv("team-b", "steal", "fs-0a0a", "fsap-0a0a")
 	must(t, bTeam.Create(ctx, vb))
-	must(t, eventually(ctx, "team B's volume Failed", b.phase(vb, v1alpha1.SharedVolumeFailed)))
+	must(t, eventually(ctx, "team B's volume Failed", b.phase(vb, sharedvolumev1alpha1.SharedVolumeFailed)))
 	if !strings.Contains(vb.Status.Message, "file system fs-0a0a is not allowed in namespace team-b") {
 		t.Errorf("message %q", vb.Status.Message)
 	}
@@ -116,7 +116,7 @@ func TestAppTeamCannotReachOthersVolumes(t *testing.T) {
 	// Allowed file systems work for team B.
 	ok := sv("team-b", "own", "fs-0b0b", "fsap-0b0b")
 	must(t, bTeam.Create(ctx, ok))
-	must(t, eventually(ctx, "team B's allowed volume Ready", b.phase(ok, v1alpha1.SharedVolumeReady)))
+	must(t, eventually(ctx, "team B's allowed volume Ready", b.phase(ok, sharedvolumev1alpha1.SharedVolumeReady)))
 }
 
 // TestRestartWhileCreatingConverges stops the controller while 200 SharedVolumes are being
@@ -147,13 +147,13 @@ func TestRestartWhileCreatingConverges(t *testing.T) {
 	}
 	b.run()
 	must(t, eventually(ctx, "all Ready", func(ctx context.Context) error {
-		var list v1alpha1.SharedVolumeList
+		var list sharedvolumev1alpha1.SharedVolumeList
 		if err := b.c.List(ctx, &list, client.InNamespace("many")); err != nil {
 			return err
 		}
 		ready := 0
 		for _, v := range list.Items {
-			if v.Status.Phase == v1alpha1.SharedVolumeReady {
+			if v.Status.Phase == sharedvolumev1alpha1.SharedVolumeReady {
 				ready++
 			}
 		}

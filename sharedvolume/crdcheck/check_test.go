@@ -17,7 +17,7 @@ import (
 	community "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/sharedvolume/crdcheck"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -123,7 +123,7 @@ SharedVolume logs/no-spec is invalid under the certified CRD:
 	}
 
 	var all unstructured.UnstructuredList
-	all.SetAPIVersion(v1alpha1.GroupVersion.String())
+	all.SetAPIVersion(sharedvolumev1alpha1.GroupVersion.String())
 	all.SetKind("SharedVolumeList")
 	if err := c.List(ctx, &all); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestCheckReadsAVersionTheCertifiedCRDDoesNotServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	sv := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "aws-efs.managed.openshift.io/v1beta1", "kind": v1alpha1.Kind,
+		"apiVersion": "aws-efs.managed.openshift.io/v1beta1", "kind": sharedvolumev1alpha1.Kind,
 		"metadata": map[string]any{"namespace": "app", "name": "data"},
 		"spec":     map[string]any{"fileSystemID": "fs-01", "accessPointID": "fsap-01"},
 	}}
@@ -220,8 +220,8 @@ func TestCheckReadsAVersionTheCertifiedCRDDoesNotServe(t *testing.T) {
 
 func sharedVolume(namespace, name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(v1alpha1.GroupVersion.String())
-	u.SetKind(v1alpha1.Kind)
+	u.SetAPIVersion(sharedvolumev1alpha1.GroupVersion.String())
+	u.SetKind(sharedvolumev1alpha1.Kind)
 	u.SetNamespace(namespace)
 	u.SetName(name)
 	return u
@@ -236,8 +236,8 @@ func create(ctx context.Context, t *testing.T, c client.Client, namespace, name 
 		sv.Spec = *spec
 	}
 	u := toUnstructured(t, sv)
-	u.SetAPIVersion(v1alpha1.GroupVersion.String())
-	u.SetKind(v1alpha1.Kind)
+	u.SetAPIVersion(sharedvolumev1alpha1.GroupVersion.String())
+	u.SetKind(sharedvolumev1alpha1.Kind)
 	delete(u.Object, "status")
 	if spec == nil {
 		delete(u.Object, "spec")

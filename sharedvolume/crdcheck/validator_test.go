@@ -15,7 +15,7 @@ import (
 
 	community "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/sharedvolume/crdcheck"
 	"github.com/csi-olm/csi-olm/test/clustercorpus"
@@ -33,7 +33,7 @@ const (
 func communitySharedVolume(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
 	sv := &community.SharedVolume{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
+		TypeMeta:   metav1.TypeMeta{APIVersion: sharedvolumev1alpha1.GroupVersion.String(), Kind: sharedvolumev1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Finalizers: []string{efs.SharedVolumeFinalizer}},
 		Spec:       community.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
 		Status: community.SharedVolumeStatus{
@@ -47,12 +47,12 @@ func communitySharedVolume(t *testing.T) *unstructured.Unstructured {
 // certifiedSharedVolume is one the certified controller wrote, with its conditions.
 func certifiedSharedVolume(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	sv := &v1alpha1.SharedVolume{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.Kind},
+	sv := &sharedvolumev1alpha1.SharedVolume{
+		TypeMeta:   metav1.TypeMeta{APIVersion: sharedvolumev1alpha1.GroupVersion.String(), Kind: sharedvolumev1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data"},
-		Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
-		Status: v1alpha1.SharedVolumeStatus{
-			Phase:    v1alpha1.SharedVolumeReady,
+		Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
+		Status: sharedvolumev1alpha1.SharedVolumeStatus{
+			Phase:    sharedvolumev1alpha1.SharedVolumeReady,
 			ClaimRef: &corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: efs.SharedVolumePVC("data")},
 		},
 	}
@@ -235,7 +235,7 @@ func TestValidateEvaluatesTheRulesAsAnUnchangedUpdate(t *testing.T) {
 // create it accepts is valid here.
 func TestValidateAgreesWithTheAPIServerCorpus(t *testing.T) {
 	v := certifiedValidator(t)
-	example, err := clustercorpus.ShippedExample("../..", "aws-efs-operator", v1alpha1.Kind)
+	example, err := clustercorpus.ShippedExample("../..", "aws-efs-operator", sharedvolumev1alpha1.Kind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestValidateAgreesWithTheAPIServerCorpus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if obj.GetKind() != v1alpha1.Kind {
+		if obj.GetKind() != sharedvolumev1alpha1.Kind {
 			continue
 		}
 		createRefused := len(c.Want.Error) > 0 && !slices.ContainsFunc(c.Steps, func(s clustercorpus.Step) bool { return s.Refused })

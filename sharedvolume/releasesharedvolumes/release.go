@@ -16,7 +16,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 // Release removes the SharedVolume finalizer.
@@ -46,18 +46,18 @@ func (r *Release) Run(ctx context.Context) error {
 	}
 	// The verb reads and patches SharedVolumes only; it links none of the controller.
 	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	if err := sharedvolumev1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	c, err := client.New(config, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
 	}
-	var list v1alpha1.SharedVolumeList
+	var list sharedvolumev1alpha1.SharedVolumeList
 	if err := c.List(ctx, &list); err != nil {
 		return fmt.Errorf("listing SharedVolumes: %w", err)
 	}
-	var targets []v1alpha1.SharedVolume
+	var targets []sharedvolumev1alpha1.SharedVolume
 	for _, sv := range list.Items {
 		if controllerutil.ContainsFinalizer(&sv, efs.SharedVolumeFinalizer) && (r.All || sv.DeletionTimestamp != nil) {
 			targets = append(targets, sv)

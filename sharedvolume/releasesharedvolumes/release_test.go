@@ -14,7 +14,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/sharedvolume/releasesharedvolumes"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -38,10 +38,10 @@ func TestReleaseSharedVolumes(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "app"}}); err != nil {
 		t.Fatal(err)
 	}
-	mk := func(name string) *v1alpha1.SharedVolume {
-		sv := &v1alpha1.SharedVolume{
+	mk := func(name string) *sharedvolumev1alpha1.SharedVolume {
+		sv := &sharedvolumev1alpha1.SharedVolume{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: name, Finalizers: []string{efs.SharedVolumeFinalizer}},
-			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: "fs-01", AccessPointID: "fsap-01"},
+			Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-01", AccessPointID: "fsap-01"},
 		}
 		if err := c.Create(ctx, sv); err != nil {
 			t.Fatal(err)

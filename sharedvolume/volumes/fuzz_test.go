@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 )
 
@@ -54,9 +54,9 @@ func FuzzSharedVolumeMapping(f *testing.F) {
 	f.Add("a-b", "c", "fs-01", "fsap-01")
 	f.Add("x", "a.b", "fs-0", "fsap-0")
 	f.Fuzz(func(t *testing.T, namespace, name, fsID, apID string) {
-		sv := &v1alpha1.SharedVolume{
+		sv := &sharedvolumev1alpha1.SharedVolume{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Spec:       v1alpha1.SharedVolumeSpec{FileSystemID: fsID, AccessPointID: apID},
+			Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: fsID, AccessPointID: apID},
 		}
 		if len(validation.IsDNS1123Label(namespace)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 			return // the API server refuses the object

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 // Namespace annotations a cluster admin sets to restrict what SharedVolumes may mount: a comma
@@ -31,15 +31,17 @@ const (
 var Size = resource.MustParse("1Gi")
 
 // PVName is the PersistentVolume of a SharedVolume.
-func PVName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePV(sv.Namespace, sv.Name) }
+func PVName(sv *sharedvolumev1alpha1.SharedVolume) string {
+	return efs.SharedVolumePV(sv.Namespace, sv.Name)
+}
 
 // PVCName is the PersistentVolumeClaim of a SharedVolume, in its namespace.
-func PVCName(sv *v1alpha1.SharedVolume) string { return efs.SharedVolumePVC(sv.Name) }
+func PVCName(sv *sharedvolumev1alpha1.SharedVolume) string { return efs.SharedVolumePVC(sv.Name) }
 
 // NameProblem says why a SharedVolume's name cannot make its PV and PVC, which the API server
 // would refuse: the name is a label value on both (at most 63 characters, which the community
 // operator's API did not say), and the PV's name joins it with the namespace's.
-func NameProblem(sv *v1alpha1.SharedVolume) string {
+func NameProblem(sv *sharedvolumev1alpha1.SharedVolume) string {
 	if errs := validation.IsValidLabelValue(sv.Name); len(errs) > 0 {
 		return fmt.Sprintf("the name %s cannot label its PersistentVolume and claim (%s): create a SharedVolume with a name of at most %d characters",
 			sv.Name, strings.Join(errs, "; "), validation.LabelValueMaxLength)
@@ -53,12 +55,12 @@ func NameProblem(sv *v1alpha1.SharedVolume) string {
 }
 
 // OwnerLabels are the labels that mark a PV or PVC as a SharedVolume's own.
-func OwnerLabels(sv *v1alpha1.SharedVolume) map[string]string {
+func OwnerLabels(sv *sharedvolumev1alpha1.SharedVolume) map[string]string {
 	return map[string]string{efs.SharedVolumeOwnerNamespaceLabel: sv.Namespace, efs.SharedVolumeOwnerNameLabel: sv.Name, efs.CommunityOwnedLabel: "true"}
 }
 
 // OwnedBy reports whether an object carries the ownership labels of this SharedVolume.
-func OwnedBy(obj metav1.Object, sv *v1alpha1.SharedVolume) bool {
+func OwnedBy(obj metav1.Object, sv *sharedvolumev1alpha1.SharedVolume) bool {
 	l := obj.GetLabels()
 	return l[efs.SharedVolumeOwnerNamespaceLabel] == sv.Namespace && l[efs.SharedVolumeOwnerNameLabel] == sv.Name
 }
@@ -73,7 +75,7 @@ func Owner(obj metav1.Object) string {
 }
 
 // PV is the PersistentVolume a SharedVolume asks for, reserved for its claim.
-func PV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
+func PV(sv *sharedvolumev1alpha1.SharedVolume) *corev1.PersistentVolume {
 	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: PVName(sv), Labels: OwnerLabels(sv)},
 		Spec: corev1.PersistentVolumeSpec{
@@ -93,7 +95,7 @@ func PV(sv *v1alpha1.SharedVolume) *corev1.PersistentVolume {
 }
 
 // PVC is the PersistentVolumeClaim a SharedVolume asks for, naming its volume.
-func PVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
+func PVC(sv *sharedvolumev1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
 	return &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: PVCName(sv), Labels: OwnerLabels(sv)},
 		Spec: corev1.PersistentVolumeClaimSpec{
@@ -110,39 +112,39 @@ func PVC(sv *v1alpha1.SharedVolume) *corev1.PersistentVolumeClaim {
 // current form (volumeHandle <fs>::<fsap>) or the community operator's older one (volumeHandle
 // <fs> with mount options tls and accesspoint=<fsap>). It reports false for any other volume,
 // whose spec no SharedVolume could have asked for.
-func RecordedSpec(pv *corev1.PersistentVolume) (v1alpha1.SharedVolumeSpec, bool) {
+func RecordedSpec(pv *corev1.PersistentVolume) (sharedvolumev1alpha1.SharedVolumeSpec, bool) {
 	csi := pv.Spec.CSI
 	if csi == nil || csi.Driver != efs.DriverName {
-		return v1alpha1.SharedVolumeSpec{}, false
+		return sharedvolumev1alpha1.SharedVolumeSpec{}, false
 	}
 	parts := strings.Split(csi.VolumeHandle, ":")
 	switch {
 	case len(parts) == 3 && parts[0] != "" && parts[1] == "" && parts[2] != "":
-		return v1alpha1.SharedVolumeSpec{FileSystemID: parts[0], AccessPointID: parts[2]}, true
+		return sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: parts[0], AccessPointID: parts[2]}, true
 	case len(parts) == 1 && parts[0] != "":
 		var fsap string
 		for _, opt := range pv.Spec.MountOptions {
 			if ap, ok := strings.CutPrefix(opt, "accesspoint="); ok {
 				if ap == "" || (fsap != "" && ap != fsap) {
-					return v1alpha1.SharedVolumeSpec{}, false
+					return sharedvolumev1alpha1.SharedVolumeSpec{}, false
 				}
 				fsap = ap
 			}
 		}
-		return v1alpha1.SharedVolumeSpec{FileSystemID: parts[0], AccessPointID: fsap}, fsap != ""
+		return sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: parts[0], AccessPointID: fsap}, fsap != ""
 	}
-	return v1alpha1.SharedVolumeSpec{}, false
+	return sharedvolumev1alpha1.SharedVolumeSpec{}, false
 }
 
 // MountsSameAccessPoint reports whether an existing PV mounts the SharedVolume's access point.
-func MountsSameAccessPoint(pv *corev1.PersistentVolume, sv *v1alpha1.SharedVolume) bool {
+func MountsSameAccessPoint(pv *corev1.PersistentVolume, sv *sharedvolumev1alpha1.SharedVolume) bool {
 	recorded, ok := RecordedSpec(pv)
 	return ok && recorded == sv.Spec
 }
 
 // SpecEdits describes how a spec differs from the one a PV records, field by field, from the
 // recorded value to the edited one: "spec.fileSystemID from fs-01 to fs-02".
-func SpecEdits(recorded, spec v1alpha1.SharedVolumeSpec) []string {
+func SpecEdits(recorded, spec sharedvolumev1alpha1.SharedVolumeSpec) []string {
 	var edits []string
 	for _, f := range []struct{ field, was, now string }{
 		{"spec.fileSystemID", recorded.FileSystemID, spec.FileSystemID},
@@ -156,7 +158,7 @@ func SpecEdits(recorded, spec v1alpha1.SharedVolumeSpec) []string {
 }
 
 // allowed checks a SharedVolume against its namespace's allow-list, and says why not.
-func Allowed(ns *corev1.Namespace, sv *v1alpha1.SharedVolume) (bool, string) {
+func Allowed(ns *corev1.Namespace, sv *sharedvolumev1alpha1.SharedVolume) (bool, string) {
 	for _, rule := range []struct{ annotation, id, what string }{
 		{AllowedFileSystemsAnnotation, sv.Spec.FileSystemID, "file system"},
 		{AllowedAccessPointsAnnotation, sv.Spec.AccessPointID, "access point"},

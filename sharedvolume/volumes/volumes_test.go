@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
 // TestRecordedSpec reads the spec back from every form of PV a SharedVolume was given, and from
@@ -20,7 +20,7 @@ func TestRecordedSpec(t *testing.T) {
 			}},
 		}}
 	}
-	spec := v1alpha1.SharedVolumeSpec{FileSystemID: "fs-01", AccessPointID: "fsap-01"}
+	spec := sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-01", AccessPointID: "fsap-01"}
 	for _, tt := range []struct {
 		name string
 		pv   *corev1.PersistentVolume
@@ -50,14 +50,14 @@ func TestRecordedSpec(t *testing.T) {
 }
 
 func TestSpecEdits(t *testing.T) {
-	recorded := v1alpha1.SharedVolumeSpec{FileSystemID: "fs-01", AccessPointID: "fsap-01"}
+	recorded := sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-01", AccessPointID: "fsap-01"}
 	for _, tt := range []struct {
-		spec v1alpha1.SharedVolumeSpec
+		spec sharedvolumev1alpha1.SharedVolumeSpec
 		want []string
 	}{
 		{recorded, nil},
-		{v1alpha1.SharedVolumeSpec{FileSystemID: "fs-02", AccessPointID: "fsap-01"}, []string{"spec.fileSystemID from fs-01 to fs-02"}},
-		{v1alpha1.SharedVolumeSpec{FileSystemID: "fs-02", AccessPointID: "fsap-02"}, []string{"spec.fileSystemID from fs-01 to fs-02", "spec.accessPointID from fsap-01 to fsap-02"}},
+		{sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-02", AccessPointID: "fsap-01"}, []string{"spec.fileSystemID from fs-01 to fs-02"}},
+		{sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-02", AccessPointID: "fsap-02"}, []string{"spec.fileSystemID from fs-01 to fs-02", "spec.accessPointID from fsap-01 to fsap-02"}},
 	} {
 		if got := SpecEdits(recorded, tt.spec); !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("SpecEdits(%+v) = %q, want %q", tt.spec, got, tt.want)

@@ -16,7 +16,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	names "github.com/csi-olm/csi-olm/internal/names/efs"
-	svv1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	svcrd "github.com/csi-olm/csi-olm/sharedvolume/crd"
 )
 
@@ -173,15 +173,15 @@ func Operator() d.Operator {
 
 		OwnedCRDs: []d.OwnedCRD{{
 			Name:        "sharedvolumes.aws-efs.managed.openshift.io",
-			Version:     svv1alpha1.GroupVersion.Version,
-			Kind:        svv1alpha1.Kind,
+			Version:     sharedvolumev1alpha1.GroupVersion.Version,
+			Kind:        sharedvolumev1alpha1.Kind,
 			DisplayName: "Shared Volume",
 			Description: "A PersistentVolume and PersistentVolumeClaim for one access point of an AWS EFS file system.",
 			Manifest:    svcrd.SharedVolumes,
-			Example: &svv1alpha1.SharedVolume{
-				TypeMeta:   metav1.TypeMeta{APIVersion: svv1alpha1.GroupVersion.String(), Kind: svv1alpha1.Kind},
+			Example: &sharedvolumev1alpha1.SharedVolume{
+				TypeMeta:   metav1.TypeMeta{APIVersion: sharedvolumev1alpha1.GroupVersion.String(), Kind: sharedvolumev1alpha1.Kind},
 				ObjectMeta: metav1.ObjectMeta{Name: "my-shared-volume", Namespace: "my-app"},
-				Spec:       svv1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
+				Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
 			},
 		}},
 		NativeAPIs: []metav1.GroupVersionKind{{Group: "operator.openshift.io", Version: "v1", Kind: "ClusterCSIDriver"}},
@@ -211,9 +211,9 @@ func Operator() d.Operator {
 				// read from namespace annotations.
 				d.Rule([]string{""}, []string{"persistentvolumeclaims"}, []string{"create", "delete"}),
 				d.Rule([]string{""}, []string{"namespaces"}, d.ReadOnly),
-				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
-				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
-				d.Rule([]string{svv1alpha1.GroupVersion.Group}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
+				d.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
+				d.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
+				d.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
 				// The driver is removed only once no pod uses an EFS volume: the operator lists the
 				// pods of the namespaces that hold claims bound to EFS volumes.
 				d.Rule([]string{""}, []string{"pods"}, []string{"list"}),
