@@ -29,7 +29,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/sirupsen/logrus"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	bundlevalidation "github.com/csi-olm/csi-olm/bundle/validation"
 	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
@@ -76,7 +76,7 @@ func standIn(t testing.TB, ref string, platforms []v1.Platform) v1.ImageIndex {
 
 // pushStandIns pushes a stand-in for every image the definitions reference but skip: the images
 // of other projects and of earlier releases.
-func pushStandIns(t testing.TB, c *registry.Client, operators []d.Operator, skip ...string) {
+func pushStandIns(t testing.TB, c *registry.Client, operators []definition.Operator, skip ...string) {
 	t.Helper()
 	ctx := context.Background()
 	platforms := map[string][]v1.Platform{}
@@ -104,7 +104,7 @@ type bed struct {
 	binaries  []string
 	opm       string
 	probe     string
-	operators []d.Operator
+	operators []definition.Operator
 }
 
 func init() {
@@ -179,7 +179,7 @@ func testImages(t *testing.T, b *bed) {
 	}
 	bundles, _ := filepath.Glob("../bundle/*/*/metadata")
 	want := []string{"localhost/csi-olm/aws-efs-csi-driver-operator:dev"}
-	for catalog, minors := range d.CatalogMinors(b.operators) {
+	for catalog, minors := range definition.CatalogMinors(b.operators) {
 		for _, m := range minors {
 			want = append(want, release.CatalogImage("localhost/csi-olm", string(catalog), m.Index()))
 		}
@@ -248,7 +248,7 @@ func testPins(t *testing.T, b *bed) {
 		cfg *declcfg.DeclarativeConfig
 	}
 	var catalogs []minorCatalog
-	for _, c := range []d.Catalog{d.Community, d.Certified} {
+	for _, c := range []definition.Catalog{definition.Community, definition.Certified} {
 		tr, err := tree.Open(filepath.Join(out, "catalog", string(c)))
 		if err != nil {
 			t.Fatal(err)
@@ -324,7 +324,7 @@ func testPins(t *testing.T, b *bed) {
 		}
 		// One image per catalog and minor, "<catalog> <minor> <image@digest>", tagged with the minor.
 		want := 0
-		for _, minors := range d.CatalogMinors(b.operators) {
+		for _, minors := range definition.CatalogMinors(b.operators) {
 			want += len(minors)
 		}
 		got := strings.Split(strings.TrimSpace(string(lines)), "\n")
@@ -347,7 +347,7 @@ func testPins(t *testing.T, b *bed) {
 			}
 			root := extract(t, b.client, ref)
 			client := testutil.ServeCatalog(t, filepath.Join(root, build.OPMBinary), filepath.Join(root, build.ConfigsDir))
-			testutil.CheckServedCatalog(t, client, d.Catalog(catalog), m, b.operators)
+			testutil.CheckServedCatalog(t, client, definition.Catalog(catalog), m, b.operators)
 		}
 	})
 
@@ -368,7 +368,7 @@ func testPins(t *testing.T, b *bed) {
 	})
 }
 
-func imageRefs(r d.Release) []string {
+func imageRefs(r definition.Release) []string {
 	var refs []string
 	for _, img := range r.Images {
 		refs = append(refs, img.Ref)
@@ -399,7 +399,7 @@ func servedDigest(t *testing.T, c *registry.Client, ref string) string {
 	return desc.Digest.String()
 }
 
-func operatorOf(t *testing.T, operators []d.Operator, csv string) *d.Operator {
+func operatorOf(t *testing.T, operators []definition.Operator, csv string) *definition.Operator {
 	t.Helper()
 	for i := range operators {
 		if strings.HasPrefix(csv, operators[i].CSVPrefix+".v") {
@@ -494,7 +494,7 @@ func testBadInput(t *testing.T, b *bed) {
 		srv.Close()
 		return addr
 	}()
-	efsHead := func(ops []d.Operator) *d.Release {
+	efsHead := func(ops []definition.Operator) *definition.Release {
 		for i := range ops {
 			if ops[i].CSVPrefix == "aws-efs-csi-driver-operator" {
 				return &ops[i].Releases[len(ops[i].Releases)-1]

@@ -8,12 +8,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 )
 
 // editCRD changes the first owned CRD of an operator.
-func editCRD(t *testing.T, o *d.Operator, edit func(*apiextensionsv1.CustomResourceDefinition)) {
+func editCRD(t *testing.T, o *definition.Operator, edit func(*apiextensionsv1.CustomResourceDefinition)) {
 	t.Helper()
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := yaml.UnmarshalStrict(o.OwnedCRDs[0].Manifest, &crd); err != nil {
@@ -54,7 +54,7 @@ func addRule(rule apiextensionsv1.ValidationRule) func(*apiextensionsv1.JSONSche
 	return func(s *apiextensionsv1.JSONSchemaProps) { s.XValidations = append(s.XValidations, rule) }
 }
 
-const compat = d.KubeCompatAnnotationPrefix
+const compat = definition.KubeCompatAnnotationPrefix
 
 // TestValidateChecksWhatCRDsNeedOfKubernetes: a bundle whose CRDs use a feature its
 // minKubeVersion lacks is invalid, unless the CRD says in a kube-compat annotation how what the
@@ -62,12 +62,12 @@ const compat = d.KubeCompatAnnotationPrefix
 func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(t *testing.T, ops []d.Operator)
+		mutate func(t *testing.T, ops []definition.Operator)
 		want   []string // every substring must appear in the error
 	}{
 		{
 			name: "immutability rule without its annotation",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.spec")
 				})
@@ -80,7 +80,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "CEL rule on the name of the 4.5 singleton",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[ebs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					editSchema(crd, "", addRule(apiextensionsv1.ValidationRule{Rule: "self.metadata.name == 'cluster'"}))
 				})
@@ -89,7 +89,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "rule on the elements of an array",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					editSchema(crd, "status.conditions.items", addRule(apiextensionsv1.ValidationRule{Rule: "self.reason != ''"}))
 				})
@@ -98,7 +98,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "an annotation explains its own place only",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					editSchema(crd, "spec.fileSystemID", addRule(apiextensionsv1.ValidationRule{Rule: "self.startsWith('fs-')"}))
 				})
@@ -107,7 +107,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "messageExpression newer than minKubeVersion",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				minKube(&ops[efs], "1.25.0")
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.spec")
@@ -120,7 +120,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "reason and fieldPath newer than minKubeVersion",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				minKube(&ops[efs], "1.27.0")
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.spec")
@@ -137,7 +137,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "optionalOldSelf newer than minKubeVersion",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				minKube(&ops[efs], "1.29.0")
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.spec")
@@ -150,7 +150,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "atomic map on Kubernetes 1.16",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[community], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					delete(crd.Annotations, compat+"self.status.claimRef")
 				})
@@ -159,7 +159,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "selectable fields and a deprecated version",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[manila], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					crd.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.managementState"}}
 					crd.Spec.Versions[0].Deprecated = true
@@ -172,12 +172,12 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name:   "v1 CRD before Kubernetes 1.16",
-			mutate: func(t *testing.T, ops []d.Operator) { minKube(&ops[community], "1.15.0") },
+			mutate: func(t *testing.T, ops []definition.Operator) { minKube(&ops[community], "1.15.0") },
 			want:   []string{`aws-efs-operator: owned CRD "sharedvolumes.aws-efs.managed.openshift.io" is an apiextensions.k8s.io/v1 CRD, which Kubernetes before 1.16.0 cannot create, but minKubeVersion is 1.15.0`},
 		},
 		{
 			name: "annotation for a place with nothing to explain",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[ebs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					crd.Annotations[compat+"self.spec.managementState"] = "it is fine"
 				})
@@ -186,7 +186,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		},
 		{
 			name: "annotation that explains nothing",
-			mutate: func(t *testing.T, ops []d.Operator) {
+			mutate: func(t *testing.T, ops []definition.Operator) {
 				editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 					crd.Annotations[compat+"self.spec"] = "  "
 				})
@@ -201,7 +201,7 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := drivers.All()
 			tt.mutate(t, ops)
-			err := d.Validate(ops)
+			err := definition.Validate(ops)
 			if err == nil {
 				t.Fatal("Validate accepted the definition")
 			}
@@ -218,18 +218,18 @@ func TestValidateChecksWhatCRDsNeedOfKubernetes(t *testing.T) {
 func TestValidateAcceptsWhatMinKubeVersionCovers(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(t *testing.T, ops []d.Operator)
+		mutate func(t *testing.T, ops []definition.Operator)
 	}{
-		{"immutability rule from Kubernetes 1.25 on", func(t *testing.T, ops []d.Operator) {
+		{"immutability rule from Kubernetes 1.25 on", func(t *testing.T, ops []definition.Operator) {
 			minKube(&ops[efs], "1.25.0")
 			editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) {
 				delete(crd.Annotations, compat+"self.spec")
 			})
 		}},
-		{"an annotation still explaining an older Kubernetes than minKubeVersion", func(t *testing.T, ops []d.Operator) {
+		{"an annotation still explaining an older Kubernetes than minKubeVersion", func(t *testing.T, ops []definition.Operator) {
 			minKube(&ops[ebs], "1.25.0")
 		}},
-		{"atomic map from Kubernetes 1.17 on", func(t *testing.T, ops []d.Operator) {
+		{"atomic map from Kubernetes 1.17 on", func(t *testing.T, ops []definition.Operator) {
 			minKube(&ops[community], "1.17.0")
 			editCRD(t, &ops[community], func(crd *apiextensionsv1.CustomResourceDefinition) {
 				delete(crd.Annotations, compat+"self.status.claimRef")
@@ -240,7 +240,7 @@ func TestValidateAcceptsWhatMinKubeVersionCovers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := drivers.All()
 			tt.mutate(t, ops)
-			if err := d.Validate(ops); err != nil {
+			if err := definition.Validate(ops); err != nil {
 				t.Errorf("Validate refused it:\n%v", err)
 			}
 		})
@@ -254,7 +254,7 @@ func TestValidateReportsEveryCRDKubeProblem(t *testing.T) {
 	editCRD(t, &ops[efs], func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Annotations = nil })
 	editCRD(t, &ops[ebs], func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Annotations = nil })
 	editCRD(t, &ops[manila], func(crd *apiextensionsv1.CustomResourceDefinition) { crd.Annotations = nil })
-	err := d.Validate(ops)
+	err := definition.Validate(ops)
 	if err == nil {
 		t.Fatal("Validate accepted four CRDs without their annotations")
 	}
@@ -278,7 +278,7 @@ func TestValidateReportsEveryCRDKubeProblem(t *testing.T) {
 // minKube makes o declare minKubeVersion v for all its releases. An operator whose releases
 // declare their OpenShift minor (EFS) derives it from the minor instead; it is moved to the
 // operator's own declaration, with the minors' range, so that any version can be tried.
-func minKube(o *d.Operator, v string) {
+func minKube(o *definition.Operator, v string) {
 	if first := o.Releases[0].OpenShift; first != "" {
 		o.OpenShiftVersions = "v" + first
 	}

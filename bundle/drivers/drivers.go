@@ -2,7 +2,7 @@
 package drivers
 
 import (
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs"
 	"github.com/csi-olm/csi-olm/bundle/drivers/ebs"
 	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
@@ -11,6 +11,6 @@ import (
 
 // All returns every operator definition, community first. Each call returns fresh values, so a
 // caller may change them.
-func All() []d.Operator {
-	return []d.Operator{communityefs.Operator(), efs.Operator(), ebs.Operator(), manila.Operator()}
+func All() []definition.Operator {
+	return []definition.Operator{communityefs.Operator(), efs.Operator(), ebs.Operator(), manila.Operator()}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/generate"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -69,12 +69,12 @@ func TestGenerateReplacesStaleVersions(t *testing.T) {
 func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(ops []d.Operator)
+		mutate func(ops []definition.Operator)
 		want   string
 	}{
-		{"invalid definition", func(ops []d.Operator) { ops[1].Releases[1].Replaces = "nowhere.v1.0.0" }, "invalid operator definitions, nothing was written"},
-		{"bundle the validators reject", func(ops []d.Operator) { ops[3].Categories = []string{"Filing Cabinets"} }, `generated bundles fail validation, nothing was written`},
-		{"unexplained warning", func(ops []d.Operator) { ops[2].Waivers = nil }, `channel(s) ["preview"]`},
+		{"invalid definition", func(ops []definition.Operator) { ops[1].Releases[1].Replaces = "nowhere.v1.0.0" }, "invalid operator definitions, nothing was written"},
+		{"bundle the validators reject", func(ops []definition.Operator) { ops[3].Categories = []string{"Filing Cabinets"} }, `generated bundles fail validation, nothing was written`},
+		{"unexplained warning", func(ops []definition.Operator) { ops[2].Waivers = nil }, `channel(s) ["preview"]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/csi-olm/csi-olm/bundle/build"
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/catalog/generate"
 	"github.com/csi-olm/csi-olm/catalog/tree"
@@ -40,7 +40,7 @@ func run(t *testing.T, name string, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-func generateTo(t *testing.T, out, bundleImage string, ops []d.Operator) error {
+func generateTo(t *testing.T, out, bundleImage string, ops []definition.Operator) error {
 	t.Helper()
 	g := &generate.Generate{BundleDir: bundleDir, OutputDir: out, BundleImage: bundleImage, Operators: ops, Out: &bytes.Buffer{}}
 	return g.Run(context.Background())
@@ -95,8 +95,8 @@ func TestGenerateMatchesCommittedCatalogs(t *testing.T) {
 // minor is missing or extra.
 func TestCatalogsFollowTheDefinitions(t *testing.T) {
 	ops := drivers.All()
-	minors := d.CatalogMinors(ops)
-	for _, catalog := range []d.Catalog{d.Community, d.Certified} {
+	minors := definition.CatalogMinors(ops)
+	for _, catalog := range []definition.Catalog{definition.Community, definition.Certified} {
 		tr, err := tree.Open(filepath.Join("..", string(catalog)))
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func TestCatalogsFollowTheDefinitions(t *testing.T) {
 	}
 }
 
-func checkMinorCatalog(t *testing.T, where string, cfg *declcfg.DeclarativeConfig, o *d.Operator, releases []d.Release) {
+func checkMinorCatalog(t *testing.T, where string, cfg *declcfg.DeclarativeConfig, o *definition.Operator, releases []definition.Release) {
 	t.Helper()
 	var pkg *declcfg.Package
 	for i := range cfg.Packages {
@@ -252,7 +252,7 @@ func TestOpmValidatesBothModes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, root := range []string{"..", published} {
-		for catalog, minors := range d.CatalogMinors(drivers.All()) {
+		for catalog, minors := range definition.CatalogMinors(drivers.All()) {
 			for _, m := range minors {
 				run(t, opm, "validate", tree.Path(filepath.Join(root, string(catalog)), m))
 			}
@@ -301,11 +301,11 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 	tests := []struct {
 		name        string
 		bundleImage string
-		mutate      func(ops []d.Operator)
+		mutate      func(ops []definition.Operator)
 		want        string
 	}{
-		{"invalid definition", "", func(ops []d.Operator) { ops[1].Releases[2].SkipRange = "<<" }, "invalid operator definitions"},
-		{"release without a bundle directory", "", func(ops []d.Operator) {
+		{"invalid definition", "", func(ops []definition.Operator) { ops[1].Releases[2].SkipRange = "<<" }, "invalid operator definitions"},
+		{"release without a bundle directory", "", func(ops []definition.Operator) {
 			ops[3].Releases = append(ops[3].Releases, ops[3].Releases[0])
 			ops[3].Releases[1].Version = "4.6.0"
 			ops[3].Releases[1].Replaces = "manila-csi-driver-operator.v4.5.0"
@@ -313,7 +313,7 @@ func TestGenerateWritesNothingOnBadInput(t *testing.T) {
 		{"template that does not parse", "registry.example/{{.Package", nil, "BundleImage: template"},
 		{"template with an unknown field", "registry.example/{{.Flavour}}:v1", nil, "can't evaluate field Flavour"},
 		{"template that gives no image reference", "Registry Example/{{.Package}}", nil, `which is not an image reference`},
-		{"certified head that misses a community version", "", func(ops []d.Operator) {
+		{"certified head that misses a community version", "", func(ops []definition.Operator) {
 			ops[1].Releases[2].SkipRange = ">=0.0.7 <4.11.0"
 		}, "has no edge from community bundle aws-efs-operator.v0.0.6"},
 	}

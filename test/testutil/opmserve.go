@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 )
 
@@ -72,8 +72,8 @@ func ServeCatalog(t *testing.T, opm, dir string) api.RegistryClient {
 }
 
 // latest returns the newest release of an operator in a channel.
-func latest(releases []d.Release, channel string) d.Release {
-	var rs []d.Release
+func latest(releases []definition.Release, channel string) definition.Release {
+	var rs []definition.Release
 	for _, r := range releases {
 		for _, c := range r.Channels {
 			if c == channel {
@@ -88,7 +88,7 @@ func latest(releases []d.Release, channel string) d.Release {
 // CheckServedCatalog asks a served catalog, minor m's index of a catalog, over operator-registry's
 // gRPC registry API, for its packages and channel heads, and compares them with the operator
 // definitions' releases for that minor, as OLM would ask.
-func CheckServedCatalog(t *testing.T, client api.RegistryClient, catalog d.Catalog, m openshift.Minor, operators []d.Operator) {
+func CheckServedCatalog(t *testing.T, client api.RegistryClient, catalog definition.Catalog, m openshift.Minor, operators []definition.Operator) {
 	t.Helper()
 	ctx := context.Background()
 	stream, err := client.ListPackages(ctx, &api.ListPackageRequest{})

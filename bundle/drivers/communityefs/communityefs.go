@@ -10,7 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
 	sv "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
@@ -25,11 +25,11 @@ The operator also installs the AWS EFS CSI driver node DaemonSet, CSIDriver and 
 `
 
 // Operator returns the community EFS operator definition.
-func Operator() d.Operator {
-	return d.Operator{
+func Operator() definition.Operator {
+	return definition.Operator{
 		Package:      names.Package,
 		CSVPrefix:    names.CommunityOperatorName,
-		Catalog:      d.Community,
+		Catalog:      definition.Community,
 		DisplayName:  "AWS EFS Operator",
 		Summary:      "Management of AWS EFS read-write-many mounts.",
 		Description:  description,
@@ -44,14 +44,14 @@ func Operator() d.Operator {
 
 		// AllNamespaces operators land in openshift-operators.
 		SuggestedNamespace:     "openshift-operators",
-		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
+		InfrastructureFeatures: []definition.InfrastructureFeature{definition.CSI},
 		OpenShiftVersions:      "v4.5",
 		Architectures:          []string{"amd64"},
 		MinKubeVersion:         "1.16.0",
 		DefaultChannel:         "stable",
 		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
 
-		OwnedCRDs: []d.OwnedCRD{{
+		OwnedCRDs: []definition.OwnedCRD{{
 			Name:        names.SharedVolumeCRD,
 			Version:     "v1alpha1",
 			Kind:        "SharedVolume",
@@ -68,19 +68,19 @@ func Operator() d.Operator {
 		ServiceAccount: names.CommunityOperatorName,
 		// The field's ClusterRole used wildcards; this is the same access listed verb by verb.
 		ClusterRules: []rbacv1.PolicyRule{
-			d.Rule([]string{""}, []string{"persistentvolumes", "persistentvolumeclaims", "serviceaccounts"}, d.ReadWrite),
-			d.Rule([]string{""}, []string{"events"}, []string{"create", "patch"}),
-			d.Rule([]string{""}, []string{"pods"}, []string{"get"}),
-			d.Rule([]string{"apps"}, []string{"daemonsets"}, d.ReadWrite),
-			d.Rule([]string{"apps"}, []string{"deployments", "replicasets"}, []string{"get"}),
-			d.Rule([]string{"apps"}, []string{"deployments/finalizers"}, []string{"update"}, names.CommunityOperatorName),
-			d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, []string{"get", "create"}),
-			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
-			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
-			d.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
-			d.Rule([]string{"storage.k8s.io"}, []string{"csidrivers", "storageclasses"}, d.ReadWrite),
-			d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, append([]string{"use"}, d.ReadWrite...)),
-			d.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, d.ReadOnly),
+			definition.Rule([]string{""}, []string{"persistentvolumes", "persistentvolumeclaims", "serviceaccounts"}, definition.ReadWrite),
+			definition.Rule([]string{""}, []string{"events"}, []string{"create", "patch"}),
+			definition.Rule([]string{""}, []string{"pods"}, []string{"get"}),
+			definition.Rule([]string{"apps"}, []string{"daemonsets"}, definition.ReadWrite),
+			definition.Rule([]string{"apps"}, []string{"deployments", "replicasets"}, []string{"get"}),
+			definition.Rule([]string{"apps"}, []string{"deployments/finalizers"}, []string{"update"}, names.CommunityOperatorName),
+			definition.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, []string{"get", "create"}),
+			definition.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
+			definition.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
+			definition.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
+			definition.Rule([]string{"storage.k8s.io"}, []string{"csidrivers", "storageclasses"}, definition.ReadWrite),
+			definition.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, append([]string{"use"}, definition.ReadWrite...)),
+			definition.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, definition.ReadOnly),
 		},
 
 		Deprecation: "The community aws-efs-operator is deprecated. Switch this Subscription's spec.source to the " +
@@ -89,7 +89,7 @@ func Operator() d.Operator {
 
 		DeploymentName: names.CommunityOperatorName,
 		Deployment:     deployment,
-		Releases: []d.Release{
+		Releases: []definition.Release{
 			release("0.0.6", "", "2020-06-02T00:00:00Z"),
 			release("0.0.7", "aws-efs-operator.v0.0.6", "2020-08-18T00:00:00Z"),
 			release("0.0.8", "aws-efs-operator.v0.0.7", "2021-02-09T00:00:00Z"),
@@ -99,12 +99,12 @@ func Operator() d.Operator {
 
 // release is one community release; the driver images were built into the operator, so they
 // are listed for mirroring but handed to no environment variable.
-func release(version, replaces, createdAt string) d.Release {
-	return d.Release{
+func release(version, replaces, createdAt string) definition.Release {
+	return definition.Release{
 		Version: version, Channels: []string{"stable"}, Replaces: replaces, Maturity: "alpha",
 		CreatedAt:     createdAt,
 		OperatorImage: "quay.io/app-sre/aws-efs-operator:v" + version,
-		Images: []d.Image{
+		Images: []definition.Image{
 			{Name: "aws-efs-csi-driver", Ref: "docker.io/amazon/aws-efs-csi-driver:v1.0.0"},
 			{Name: "csi-node-driver-registrar", Ref: "quay.io/k8scsi/csi-node-driver-registrar:v1.3.0"},
 			{Name: "csi-livenessprobe", Ref: "quay.io/k8scsi/livenessprobe:v2.0.0"},
@@ -112,8 +112,8 @@ func release(version, replaces, createdAt string) d.Release {
 	}
 }
 
-func deployment(r d.Release) appsv1.DeploymentSpec {
-	return d.OperatorPod{
+func deployment(r definition.Release) appsv1.DeploymentSpec {
+	return definition.OperatorPod{
 		Labels:         map[string]string{"name": names.CommunityOperatorName},
 		ServiceAccount: names.CommunityOperatorName,
 		Container:      names.CommunityOperatorName,
@@ -121,8 +121,8 @@ func deployment(r d.Release) appsv1.DeploymentSpec {
 		Command:        []string{names.CommunityOperatorName},
 		Env: []corev1.EnvVar{
 			{Name: "WATCH_NAMESPACE", Value: ""},
-			d.FieldEnv("POD_NAME", "metadata.name"),
-			d.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
+			definition.FieldEnv("POD_NAME", "metadata.name"),
+			definition.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
 			{Name: "OPERATOR_NAME", Value: names.CommunityOperatorName},
 		},
 		CPU:    "10m",

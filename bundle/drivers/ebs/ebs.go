@@ -10,7 +10,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/crd"
 	api "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
@@ -27,11 +27,11 @@ to hand it over.
 `
 
 // Operator returns the AWS EBS operator definition.
-func Operator() d.Operator {
-	return d.Operator{
+func Operator() definition.Operator {
+	return definition.Operator{
 		Package:      names.Package,
 		CSVPrefix:    names.OperatorName,
-		Catalog:      d.Certified,
+		Catalog:      definition.Certified,
 		DisplayName:  "AWS EBS CSI Operator",
 		Summary:      "Operator to install and maintain the AWS EBS CSI Driver on a cluster.",
 		Description:  description,
@@ -46,14 +46,14 @@ func Operator() d.Operator {
 		Support:      "Red Hat",
 
 		SuggestedNamespace:     names.OperatorNamespace,
-		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
+		InfrastructureFeatures: []definition.InfrastructureFeature{definition.CSI},
 		OpenShiftVersions:      "=v4.5",
 		Architectures:          []string{"amd64"},
 		MinKubeVersion:         "1.17.0",
 		DefaultChannel:         "preview",
 		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
 
-		OwnedCRDs: []d.OwnedCRD{{
+		OwnedCRDs: []definition.OwnedCRD{{
 			Name:        "awsebsdrivers.csi.openshift.io",
 			Version:     api.GroupVersion.Version,
 			Kind:        api.Kind,
@@ -79,8 +79,8 @@ func Operator() d.Operator {
 			rules.Snapshotter(),
 			rules.MetricsProxy(),
 			[]rbacv1.PolicyRule{
-				d.Rule([]string{""}, []string{"namespaces"}, d.ReadWrite),
-				d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, d.ReadWrite),
+				definition.Rule([]string{""}, []string{"namespaces"}, definition.ReadWrite),
+				definition.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, definition.ReadWrite),
 				rules.CredentialsRequests(),
 				rules.UseSCC("privileged", "hostmount-anyuid"),
 			},
@@ -88,12 +88,12 @@ func Operator() d.Operator {
 
 		DeploymentName: names.OperatorName,
 		Deployment:     deployment,
-		Releases: []d.Release{{
+		Releases: []definition.Release{{
 			Version: "4.5.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
 			SkipRange:     ">=4.3.0 <4.5.0",
 			CreatedAt:     "2020-07-13T00:00:00Z",
 			OperatorImage: "quay.io/openshift/origin-aws-ebs-csi-driver-operator:4.5",
-			Images: []d.Image{
+			Images: []definition.Image{
 				{Name: "aws-ebs-csi-driver", Env: "DRIVER_IMAGE", Ref: "quay.io/openshift/origin-aws-ebs-csi-driver:4.5"},
 				{Name: "csi-external-provisioner", Env: "PROVISIONER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-provisioner:4.5"},
 				{Name: "csi-external-attacher", Env: "ATTACHER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-attacher:4.5"},
@@ -103,15 +103,15 @@ func Operator() d.Operator {
 				{Name: "csi-livenessprobe", Env: "LIVENESS_PROBE_IMAGE", Ref: "quay.io/openshift/origin-csi-livenessprobe:4.5"},
 			},
 		}},
-		Waivers: []d.Waiver{{
+		Waivers: []definition.Waiver{{
 			Contains: `channel(s) ["preview"] are not following the recommended naming convention`,
 			Reason:   "the 4.5 EBS operator was a tech preview, published in the preview channel (docs/architecture.md#the-three-drivers)",
 		}},
 	}
 }
 
-func deployment(r d.Release) appsv1.DeploymentSpec {
-	return d.OperatorPod{
+func deployment(r definition.Release) appsv1.DeploymentSpec {
+	return definition.OperatorPod{
 		Labels:         map[string]string{"name": names.OperatorName},
 		ServiceAccount: names.OperatorName,
 		Container:      names.OperatorName,
@@ -119,7 +119,7 @@ func deployment(r d.Release) appsv1.DeploymentSpec {
 		Args:           []string{"start"},
 		Env: append([]corev1.EnvVar{
 			{Name: "OPERATOR_NAME", Value: names.OperatorName},
-			d.FieldEnv("POD_NAME", "metadata.name"),
+			definition.FieldEnv("POD_NAME", "metadata.name"),
 		}, r.ImageEnv()...),
 		CPU:           "10m",
 		Memory:        "50Mi",

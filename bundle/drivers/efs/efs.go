@@ -12,7 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	names "github.com/csi-olm/csi-olm/internal/names/efs"
@@ -137,19 +137,19 @@ var operatorPodSelector = map[string]string{"app": names.OperatorName}
 const suggestedNamespace = "openshift-cluster-csi-drivers"
 
 // Operator returns the supported EFS operator definition.
-func Operator() d.Operator {
+func Operator() definition.Operator {
 	// Each release is the build for one OpenShift minor, as OpenShift's own storage operators
 	// ship (docs/architecture.md#one-catalog-per-openshift-minor).
-	releases := []d.Release{
+	releases := []definition.Release{
 		release("4.9", "2026-09-01T00:00:00Z"),
 		release("4.10", "2026-10-15T00:00:00Z"),
 		release("4.11", "2026-11-20T00:00:00Z"),
 	}
 	keepMinorChannels(releases)
-	return d.Operator{
+	return definition.Operator{
 		Package:      names.Package,
 		CSVPrefix:    names.OperatorName,
-		Catalog:      d.Certified,
+		Catalog:      definition.Certified,
 		DisplayName:  "AWS EFS CSI Driver Operator",
 		Summary:      "Install and manage the AWS EFS CSI driver, and give app teams shared EFS volumes.",
 		Description:  description,
@@ -166,12 +166,12 @@ func Operator() d.Operator {
 		SuggestedNamespace: "openshift-cluster-csi-drivers",
 		// kube-rbac-proxy serves the driver's metrics with the cluster's TLS profile (library-go
 		// fills ${TLS_CIPHER_SUITES} and ${TLS_MIN_VERSION} from APIServer/cluster).
-		InfrastructureFeatures: []d.InfrastructureFeature{d.Disconnected, d.ProxyAware, d.TLSProfiles, d.TokenAuthAWS, d.CSI},
+		InfrastructureFeatures: []definition.InfrastructureFeature{definition.Disconnected, definition.ProxyAware, definition.TLSProfiles, definition.TokenAuthAWS, definition.CSI},
 		Architectures:          []string{"amd64", "arm64"},
 		DefaultChannel:         "stable",
 		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
 
-		OwnedCRDs: []d.OwnedCRD{{
+		OwnedCRDs: []definition.OwnedCRD{{
 			Name:        "sharedvolumes.aws-efs.managed.openshift.io",
 			Version:     sharedvolumev1alpha1.GroupVersion.Version,
 			Kind:        sharedvolumev1alpha1.Kind,
@@ -199,44 +199,44 @@ func Operator() d.Operator {
 			rules.MetricsProxy(),
 			[]rbacv1.PolicyRule{
 				rules.DelegatedAuthentication(),
-				d.Rule([]string{"config.openshift.io"}, []string{"infrastructures", "proxies", "featuregates", "clusterversions", "apiservers"}, d.ReadOnly),
-				d.Rule([]string{"operator.openshift.io"}, []string{"cloudcredentials"}, d.ReadOnly),
+				definition.Rule([]string{"config.openshift.io"}, []string{"infrastructures", "proxies", "featuregates", "clusterversions", "apiservers"}, definition.ReadOnly),
+				definition.Rule([]string{"operator.openshift.io"}, []string{"cloudcredentials"}, definition.ReadOnly),
 				rules.CredentialsRequests(),
 				rules.UseSCC("privileged"),
 				// The community operator's SCC is removed once its driver is adopted.
-				d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, names.CommunitySCC),
+				definition.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, names.CommunitySCC),
 				// A community node plugin left in another namespace is found, never touched.
-				d.Rule([]string{"apps"}, []string{"daemonsets"}, []string{"list"}),
+				definition.Rule([]string{"apps"}, []string{"daemonsets"}, []string{"list"}),
 				// SharedVolumes create claims in the app teams' namespaces; the allow-list is
 				// read from namespace annotations.
-				d.Rule([]string{""}, []string{"persistentvolumeclaims"}, []string{"create", "delete"}),
-				d.Rule([]string{""}, []string{"namespaces"}, d.ReadOnly),
-				d.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
-				d.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
-				d.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
+				definition.Rule([]string{""}, []string{"persistentvolumeclaims"}, []string{"create", "delete"}),
+				definition.Rule([]string{""}, []string{"namespaces"}, definition.ReadOnly),
+				definition.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
+				definition.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
+				definition.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
 				// The driver is removed only once no pod uses an EFS volume: the operator lists the
 				// pods of the namespaces that hold claims bound to EFS volumes.
-				d.Rule([]string{""}, []string{"pods"}, []string{"list"}),
+				definition.Rule([]string{""}, []string{"pods"}, []string{"list"}),
 				// The removal fence (a ValidatingAdmissionPolicy and its binding) refuses new uses
 				// of EFS volumes while the driver is removed. Creating one cannot be limited by name.
-				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
-				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, names.RemovalFence),
+				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
+				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, names.RemovalFence),
 				// New SharedVolumes get their finalizer from a MutatingAdmissionPolicy (one
 				// write less each) while OLM's ClusterRole for this CSV exists: the API server
 				// lets the operator bind it to ClusterRoles, which it may read already.
-				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"create"}),
-				d.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"patch"}, names.SharedVolumeFinalizerPolicy),
+				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"create"}),
+				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"patch"}, names.SharedVolumeFinalizerPolicy),
 				// Community driver objects carry an ownerReference to this CRD; its UID
 				// identifies them for adoption.
-				d.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, []string{"get"}, "sharedvolumes.aws-efs.managed.openshift.io"),
+				definition.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, []string{"get"}, "sharedvolumes.aws-efs.managed.openshift.io"),
 			},
 		),
 		NamespaceRules: rules.Join(rules.Operands(), []rbacv1.PolicyRule{
 			// Granted on to the monitoring stack, which discovers the metrics endpoints.
-			d.Rule([]string{""}, []string{"endpoints"}, d.ReadOnly),
-			d.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors", "prometheusrules"}, d.ReadWrite),
+			definition.Rule([]string{""}, []string{"endpoints"}, definition.ReadOnly),
+			definition.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors", "prometheusrules"}, definition.ReadWrite),
 			// The controller's PodDisruptionBudget.
-			d.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, d.ReadWrite),
+			definition.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, definition.ReadWrite),
 		}),
 
 		Manifests:         append(metricsManifests(suggestedNamespace), networkPolicy(operatorPodSelector)),
@@ -252,22 +252,22 @@ func Operator() d.Operator {
 // after OpenShift minors, which its naming advice (stable, fast, candidate...) does not know. The
 // warning lists the channels in no fixed order, so the waiver names none; the definition's own
 // check holds channels named like a minor to the release's minor and earlier ones.
-func minorChannelWaivers(releases []d.Release) []d.Waiver {
-	w := d.Waiver{
+func minorChannelWaivers(releases []definition.Release) []definition.Waiver {
+	w := definition.Waiver{
 		Contains: "are not following the recommended naming convention",
 		Reason:   "OpenShift's storage operators name a channel after the OpenShift minor, beside stable (docs/architecture.md#one-catalog-per-openshift-minor)",
 	}
 	for _, r := range releases {
 		w.Versions = append(w.Versions, r.Version)
 	}
-	return []d.Waiver{w}
+	return []definition.Waiver{w}
 }
 
 // keepMinorChannels puts each release also in the channels named after the earlier releases'
 // minors. A Subscription pinned to channel 4.9 would otherwise no longer resolve once the
 // cluster upgrades to 4.10, whose index has no channel 4.9: `catalog cluster-upgrade` reports
 // that install stranded. In each index the minor's release heads them all.
-func keepMinorChannels(releases []d.Release) {
+func keepMinorChannels(releases []definition.Release) {
 	for i := range releases {
 		for j := i - 1; j >= 0; j-- {
 			releases[i].Channels = append(releases[i].Channels, releases[j].OpenShift)
@@ -280,9 +280,9 @@ func keepMinorChannels(releases []d.Release) {
 // minor, as in OpenShift's storage operators. Its skipRange takes every older release there in
 // one step, the community ones included: a cluster upgraded from the previous minor, and a
 // community install whose Subscription switches its source.
-func release(minor, createdAt string) d.Release {
+func release(minor, createdAt string) definition.Release {
 	version := minor + ".0"
-	return d.Release{
+	return definition.Release{
 		Version: version, OpenShift: minor, Channels: []string{"stable", minor}, Maturity: "stable",
 		SkipRange:     ">=0.0.6 <" + version,
 		CreatedAt:     createdAt,
@@ -308,8 +308,8 @@ func links() []v1alpha1.AppLink {
 // older minor's server lacks. OpenShift's own EFS operator does the same: each release ships the
 // sidecars built in that release (openshift/csi-operator, config/aws-efs/manifests/stable/image-references)
 // and, from 4.21, declares the next minor as its olm.maxOpenShiftVersion.
-func images(driver, ocp string) []d.Image {
-	return []d.Image{
+func images(driver, ocp string) []definition.Image {
+	return []definition.Image{
 		{Name: "aws-efs-csi-driver", Env: names.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver:" + driver},
 		{Name: "csi-external-provisioner", Env: names.ProvisionerImageEnv, Ref: "quay.io/openshift/origin-csi-external-provisioner:" + ocp},
 		{Name: "csi-node-driver-registrar", Env: names.RegistrarImageEnv, Ref: "quay.io/openshift/origin-csi-node-driver-registrar:" + ocp},
@@ -318,8 +318,8 @@ func images(driver, ocp string) []d.Image {
 	}
 }
 
-func deployment(r d.Release) appsv1.DeploymentSpec {
-	return metricsPod(d.OperatorPod{
+func deployment(r definition.Release) appsv1.DeploymentSpec {
+	return metricsPod(definition.OperatorPod{
 		Labels: operatorPodSelector,
 		// The labels OpenShift's storage NetworkPolicies allow traffic by, which OpenShift's EFS
 		// operator pod carries: the API server, DNS, its AWS calls' egress and its metrics port.
@@ -334,9 +334,9 @@ func deployment(r d.Release) appsv1.DeploymentSpec {
 		Image:          r.OperatorImage,
 		Args:           []string{"start", "-v=2"},
 		Env: append([]corev1.EnvVar{
-			d.FieldEnv("POD_NAME", "metadata.name"),
+			definition.FieldEnv("POD_NAME", "metadata.name"),
 			// The operator deploys the driver into its own namespace.
-			d.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
+			definition.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
 			{Name: "OPERATOR_NAME", Value: names.OperatorName},
 			{Name: "OPERATOR_IMAGE_VERSION", Value: r.Version},
 			{Name: "OPERAND_IMAGE_VERSION", Value: r.Version},

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	names "github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
@@ -65,7 +65,7 @@ func metricsManifests(namespace string) []runtime.Object {
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
 			ObjectMeta: metav1.ObjectMeta{Name: names.OperatorName + "-prometheus"},
-			Rules:      []rbacv1.PolicyRule{d.Rule([]string{""}, []string{"services", "endpoints", "pods"}, d.ReadOnly)},
+			Rules:      []rbacv1.PolicyRule{definition.Rule([]string{""}, []string{"services", "endpoints", "pods"}, definition.ReadOnly)},
 		},
 		&rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
@@ -102,7 +102,7 @@ func networkPolicy(podLabels map[string]string) *networkingv1.NetworkPolicy {
 // certificate. The Secret is required: the pod waits the seconds the service CA takes to write
 // it, rather than start on a self-signed certificate that library-go would restart the process
 // to replace. library-go also restarts it when the certificate rotates.
-func metricsPod(p d.OperatorPod) d.OperatorPod {
+func metricsPod(p definition.OperatorPod) definition.OperatorPod {
 	p.Ports = []corev1.ContainerPort{{Name: names.OperatorMetricsPortName, ContainerPort: names.OperatorMetricsPort, Protocol: corev1.ProtocolTCP}}
 	p.Volumes = []corev1.Volume{{Name: "metrics-serving-cert", VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{SecretName: names.OperatorMetricsSecret},

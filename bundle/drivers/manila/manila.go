@@ -11,7 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	"github.com/csi-olm/csi-olm/bundle/drivers/manila/crd"
@@ -33,11 +33,11 @@ to hand it over.
 `
 
 // Operator returns the OpenStack Manila operator definition.
-func Operator() d.Operator {
-	return d.Operator{
+func Operator() definition.Operator {
+	return definition.Operator{
 		Package:     names.Package,
 		CSVPrefix:   names.CSVPrefix,
-		Catalog:     d.Certified,
+		Catalog:     definition.Certified,
 		DisplayName: "CSI Driver Manila Operator",
 		Summary:     "A Container Storage Interface (CSI) driver for OpenStack Manila.",
 		Description: description,
@@ -59,14 +59,14 @@ func Operator() d.Operator {
 		Support:      "Red Hat",
 
 		SuggestedNamespace:     names.OperatorNamespace,
-		InfrastructureFeatures: []d.InfrastructureFeature{d.CSI},
+		InfrastructureFeatures: []definition.InfrastructureFeature{definition.CSI},
 		OpenShiftVersions:      "=v4.5",
 		Architectures:          []string{"amd64"},
 		MinKubeVersion:         "1.17.0",
 		DefaultChannel:         "stable",
 		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
 
-		OwnedCRDs: []d.OwnedCRD{{
+		OwnedCRDs: []definition.OwnedCRD{{
 			Name:        "maniladrivers.csi.openshift.io",
 			Version:     api.GroupVersion.Version,
 			Kind:        api.Kind,
@@ -90,7 +90,7 @@ func Operator() d.Operator {
 			rules.Provisioner(),
 			rules.Snapshotter(),
 			[]rbacv1.PolicyRule{
-				d.Rule([]string{""}, []string{"namespaces"}, d.ReadWrite),
+				definition.Rule([]string{""}, []string{"namespaces"}, definition.ReadWrite),
 				rules.CredentialsRequests(),
 				rules.UseSCC("privileged"),
 			},
@@ -98,11 +98,11 @@ func Operator() d.Operator {
 
 		DeploymentName: names.OperatorName,
 		Deployment:     deployment,
-		Releases: []d.Release{{
+		Releases: []definition.Release{{
 			Version: "4.5.0", Channels: []string{"stable"}, Maturity: "stable",
 			CreatedAt:     "2020-07-13T00:00:00Z",
 			OperatorImage: "quay.io/openshift/origin-csi-driver-manila-operator:4.5",
-			Images: []d.Image{
+			Images: []definition.Image{
 				{Name: "csi-external-provisioner", Env: "EXTERNAL_PROVISIONER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-provisioner:4.5"},
 				{Name: "csi-external-snapshotter", Env: "EXTERNAL_SNAPSHOTTER_IMAGE", Ref: "quay.io/openshift/origin-csi-external-snapshotter:4.5"},
 				{Name: "csi-driver-manila", Env: "CSI_DRIVER_MANILA_IMAGE", Ref: "quay.io/openshift/origin-csi-driver-manila:4.5"},
@@ -113,16 +113,16 @@ func Operator() d.Operator {
 	}
 }
 
-func deployment(r d.Release) appsv1.DeploymentSpec {
-	return d.OperatorPod{
+func deployment(r definition.Release) appsv1.DeploymentSpec {
+	return definition.OperatorPod{
 		Labels:         map[string]string{"name": names.OperatorName},
 		ServiceAccount: names.OperatorName,
 		Container:      names.OperatorName,
 		Image:          r.OperatorImage,
 		Command:        []string{names.OperatorName},
 		Env: append([]corev1.EnvVar{
-			d.FieldEnv("WATCH_NAMESPACE", "metadata.annotations['olm.targetNamespaces']"),
-			d.FieldEnv("POD_NAME", "metadata.name"),
+			definition.FieldEnv("WATCH_NAMESPACE", "metadata.annotations['olm.targetNamespaces']"),
+			definition.FieldEnv("POD_NAME", "metadata.name"),
 			{Name: "OPERATOR_NAME", Value: names.OperatorName},
 		}, r.ImageEnv()...),
 		CPU:    "10m",

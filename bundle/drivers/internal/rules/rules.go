@@ -5,7 +5,7 @@ package rules
 import (
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	d "github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/definition"
 )
 
 var (
@@ -20,9 +20,9 @@ var (
 func OwnCR(group, resource string) []rbacv1.PolicyRule {
 	g := []string{group}
 	return []rbacv1.PolicyRule{
-		d.Rule(g, []string{resource}, []string{"get", "list", "watch", "update", "patch"}),
-		d.Rule(g, []string{resource + "/status"}, []string{"get", "update", "patch"}),
-		d.Rule(g, []string{resource + "/finalizers"}, []string{"update"}),
+		definition.Rule(g, []string{resource}, []string{"get", "list", "watch", "update", "patch"}),
+		definition.Rule(g, []string{resource + "/status"}, []string{"get", "update", "patch"}),
+		definition.Rule(g, []string{resource + "/finalizers"}, []string{"update"}),
 	}
 }
 
@@ -30,12 +30,12 @@ func OwnCR(group, resource string) []rbacv1.PolicyRule {
 // ServiceAccounts, RBAC, configuration and leader-election leases.
 func Operands() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		d.Rule(core, []string{"serviceaccounts", "configmaps", "secrets", "services"}, d.ReadWrite),
-		d.Rule(core, []string{"pods"}, d.ReadOnly),
-		d.Rule(apps, []string{"deployments", "daemonsets"}, d.ReadWrite),
-		d.Rule(apps, []string{"replicasets"}, []string{"get"}),
-		d.Rule([]string{"coordination.k8s.io"}, []string{"leases"}, d.ReadWrite),
-		d.Rule(rbac, []string{"roles", "rolebindings"}, d.ReadWrite),
+		definition.Rule(core, []string{"serviceaccounts", "configmaps", "secrets", "services"}, definition.ReadWrite),
+		definition.Rule(core, []string{"pods"}, definition.ReadOnly),
+		definition.Rule(apps, []string{"deployments", "daemonsets"}, definition.ReadWrite),
+		definition.Rule(apps, []string{"replicasets"}, []string{"get"}),
+		definition.Rule([]string{"coordination.k8s.io"}, []string{"leases"}, definition.ReadWrite),
+		definition.Rule(rbac, []string{"roles", "rolebindings"}, definition.ReadWrite),
 	}
 }
 
@@ -43,9 +43,9 @@ func Operands() []rbacv1.PolicyRule {
 // StorageClasses, and the ClusterRoles of the driver's service accounts.
 func ClusterOperands() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		d.Rule(storage, []string{"csidrivers", "storageclasses"}, d.ReadWrite),
-		d.Rule(rbac, []string{"clusterroles", "clusterrolebindings"}, d.ReadWrite),
-		d.Rule(core, []string{"events"}, []string{"get", "list", "watch", "create", "update", "patch"}),
+		definition.Rule(storage, []string{"csidrivers", "storageclasses"}, definition.ReadWrite),
+		definition.Rule(rbac, []string{"clusterroles", "clusterrolebindings"}, definition.ReadWrite),
+		definition.Rule(core, []string{"events"}, []string{"get", "list", "watch", "create", "update", "patch"}),
 	}
 }
 
@@ -53,37 +53,37 @@ func ClusterOperands() []rbacv1.PolicyRule {
 // the driver's controller ServiceAccount (RBAC forbids granting what one does not hold).
 func Provisioner() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		d.Rule(core, []string{"persistentvolumes"}, d.ReadWrite),
-		d.Rule(core, []string{"persistentvolumeclaims"}, []string{"get", "list", "watch", "update", "patch"}),
-		d.Rule(core, []string{"nodes"}, d.ReadOnly),
-		d.Rule(storage, []string{"csinodes", "volumeattachments"}, d.ReadOnly),
+		definition.Rule(core, []string{"persistentvolumes"}, definition.ReadWrite),
+		definition.Rule(core, []string{"persistentvolumeclaims"}, []string{"get", "list", "watch", "update", "patch"}),
+		definition.Rule(core, []string{"nodes"}, definition.ReadOnly),
+		definition.Rule(storage, []string{"csinodes", "volumeattachments"}, definition.ReadOnly),
 	}
 }
 
 // AttacherResizer is what the CSI external-attacher and external-resizer need.
 func AttacherResizer() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		d.Rule(storage, []string{"volumeattachments"}, []string{"update", "patch"}),
-		d.Rule(storage, []string{"volumeattachments/status"}, []string{"patch"}),
-		d.Rule(core, []string{"persistentvolumeclaims/status"}, []string{"update", "patch"}),
+		definition.Rule(storage, []string{"volumeattachments"}, []string{"update", "patch"}),
+		definition.Rule(storage, []string{"volumeattachments/status"}, []string{"patch"}),
+		definition.Rule(core, []string{"persistentvolumeclaims/status"}, []string{"update", "patch"}),
 	}
 }
 
 // Snapshotter is what the CSI external-snapshotter sidecar needs.
 func Snapshotter() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		d.Rule(snapshot, []string{"volumesnapshotclasses"}, d.ReadOnly),
-		d.Rule(snapshot, []string{"volumesnapshotcontents"}, d.ReadWrite),
-		d.Rule(snapshot, []string{"volumesnapshotcontents/status"}, []string{"update", "patch"}),
-		d.Rule(snapshot, []string{"volumesnapshots"}, []string{"get", "list", "watch", "update", "patch"}),
+		definition.Rule(snapshot, []string{"volumesnapshotclasses"}, definition.ReadOnly),
+		definition.Rule(snapshot, []string{"volumesnapshotcontents"}, definition.ReadWrite),
+		definition.Rule(snapshot, []string{"volumesnapshotcontents/status"}, []string{"update", "patch"}),
+		definition.Rule(snapshot, []string{"volumesnapshots"}, []string{"get", "list", "watch", "update", "patch"}),
 	}
 }
 
 // MetricsProxy is what kube-rbac-proxy needs to authorize scrapes of the driver's metrics.
 func MetricsProxy() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
-		d.Rule([]string{"authentication.k8s.io"}, []string{"tokenreviews"}, []string{"create"}),
-		d.Rule([]string{"authorization.k8s.io"}, []string{"subjectaccessreviews"}, []string{"create"}),
+		definition.Rule([]string{"authentication.k8s.io"}, []string{"tokenreviews"}, []string{"create"}),
+		definition.Rule([]string{"authorization.k8s.io"}, []string{"subjectaccessreviews"}, []string{"create"}),
 	}
 }
 
@@ -92,17 +92,17 @@ func MetricsProxy() []rbacv1.PolicyRule {
 // at start (without them the operator exits). Only that ConfigMap name is granted; CSV permissions
 // cannot name a namespace other than the operator's, so the rule is cluster-wide.
 func DelegatedAuthentication() rbacv1.PolicyRule {
-	return d.Rule([]string{""}, []string{"configmaps"}, d.ReadOnly, "extension-apiserver-authentication")
+	return definition.Rule([]string{""}, []string{"configmaps"}, definition.ReadOnly, "extension-apiserver-authentication")
 }
 
 // UseSCC lets the operator grant the named SecurityContextConstraints to the driver's pods.
 func UseSCC(names ...string) rbacv1.PolicyRule {
-	return d.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"use"}, names...)
+	return definition.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"use"}, names...)
 }
 
 // CredentialsRequests lets an operator ask the cloud-credential operator for cloud credentials.
 func CredentialsRequests() rbacv1.PolicyRule {
-	return d.Rule([]string{"cloudcredential.openshift.io"}, []string{"credentialsrequests"}, d.ReadWrite)
+	return definition.Rule([]string{"cloudcredential.openshift.io"}, []string{"credentialsrequests"}, definition.ReadWrite)
 }
 
 // Join concatenates rule blocks.
