@@ -96,7 +96,7 @@ FIELD_TESTS := ^TestField
 # The packages whose tests compress and copy image layers, which takes ten times longer under the
 # race detector, and which start no goroutines of their own: the publishing's concurrency
 # (registry.PinAll) is race-tested in images/registry.
-IMAGE_PACKAGES := ./release/... ./images/build
+IMAGE_PACKAGES := ./release ./images
 # The SharedVolume controller's tests, over three minutes under -race, go first among the other
 # packages: last (in go list's order) they were the long pole of `make test`.
 RACE_FIRST := ./sharedvolume/controller
@@ -132,7 +132,7 @@ test: $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and 
 		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
 		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
 		$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -skip '$(FIELD_TESTS)' \
-		$$($(GO) list $(RACE_FIRST) ./... | grep -v -e /test/e2e -e /operator$$ $(foreach p,$(IMAGE_PACKAGES),-e $(patsubst ./%,/%,$(p:/...=))$$)) \
+		$$($(GO) list $(RACE_FIRST) ./... | grep -v -e /test/e2e -e /operator$$ $(foreach p,$(IMAGE_PACKAGES),-e $(patsubst ./%,/csi-olm/csi-olm/%,$(p))$$)) \
 		$(call ledger,test-race))))))))
 	@$(SLOWEST) $(LEDGER_DIR)/test-*.jsonl
 

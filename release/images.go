@@ -15,7 +15,7 @@ import (
 
 	bundlebuild "github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/catalog/tree"
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
@@ -96,7 +96,7 @@ func (a *Images) build(prefix string) ([]built, error) {
 	slices.Sort(dirs)
 	for _, annotations := range dirs {
 		dir := filepath.Dir(filepath.Dir(annotations))
-		img, err := build.Bundle(os.DirFS(dir))
+		img, err := images.Bundle(os.DirFS(dir))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
@@ -122,7 +122,7 @@ func (a *Images) build(prefix string) ([]built, error) {
 		if !ok {
 			continue
 		}
-		img, err := build.Catalog(os.DirFS(dir), opm)
+		img, err := images.Catalog(os.DirFS(dir), opm)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}

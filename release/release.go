@@ -20,9 +20,9 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	bundlegenerate "github.com/csi-olm/csi-olm/bundle/generate"
 	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
-	catalogimages "github.com/csi-olm/csi-olm/catalog/images"
+	"github.com/csi-olm/csi-olm/catalog/mirror"
 	"github.com/csi-olm/csi-olm/catalog/tree"
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -145,7 +145,7 @@ func operatorIndex(paths []string, version, revision string) (v1.ImageIndex, err
 		}
 		binaries = append(binaries, b)
 	}
-	return build.OperatorIndex(binaries, nil, version, revision)
+	return images.OperatorIndex(binaries, nil, version, revision)
 }
 
 // HeadOperatorImage is the operator image of the newest EFS operator release: the one built
@@ -212,11 +212,11 @@ func CatalogImage(registry, catalog, tag string) string {
 
 // pushBundles builds and pushes the image of every pinned bundle and returns them by CSV name.
 func (r *Release) pushBundles(ctx context.Context, dir string, operators []definition.Operator) (map[string]string, error) {
-	images := map[string]string{}
+	pushedByCSV := map[string]string{}
 	for i := range operators {
 		o := &operators[i]
 		for _, rel := range o.Releases {
-			img, err := build.Bundle(os.DirFS(filepath.Join(dir, o.Package, rel.Version)))
+			img, err := images.Bundle(os.DirFS(filepath.Join(dir, o.Package, rel.Version)))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", o.CSVName(rel.Version), err)
 			}
@@ -224,20 +224,20 @@ func (r *Release) pushBundles(ctx context.Context, dir string, operators []defin
 			if err != nil {
 				return nil, err
 			}
-			images[o.CSVName(rel.Version)] = pushed
+			pushedByCSV[o.CSVName(rel.Version)] = pushed
 			fmt.Fprintf(r.Out, "pushed bundle image %s\n", pushed)
 		}
 	}
-	return images, nil
+	return pushedByCSV, nil
 }
 
 // publishCatalogs checks that the published catalogs carry only digests, pushes the image of
 // each minor's catalog and writes the image lists: catalogs.txt has one line per image,
 // "<catalog> <minor> <image@digest>".
-func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *build.OPM) error {
-	var all []catalogimages.Image
+func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *images.OPM) error {
+	var all []mirror.Image
 	var catalogLines []string
-	var imageSet *catalogimages.ImageSetConfiguration
+	var imageSet *mirror.ImageSetConfiguration
 	for _, name := range []definition.Catalog{definition.Community, definition.Certified} {
 		t, err := tree.Open(filepath.Join(staging, "catalog", string(name)))
 		if err != nil {
@@ -249,11 +249,11 @@ func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *buil
 			if err != nil {
 				return fmt.Errorf("load the %s catalog of %s: %w", name, m.Index(), err)
 			}
-			list := catalogimages.List(cfg)
-			if problems := catalogimages.Unpinned(list); len(problems) > 0 {
+			list := mirror.List(cfg)
+			if problems := mirror.Unpinned(list); len(problems) > 0 {
 				return fmt.Errorf("the %s catalog of %s references images by tag:\n  %s", name, m.Index(), strings.Join(problems, "\n  "))
 			}
-			img, err := build.Catalog(os.DirFS(dir), opm)
+			img, err := images.Catalog(os.DirFS(dir), opm)
 			if err != nil {
 				return fmt.Errorf("the %s catalog of %s: %w", name, m.Index(), err)
 			}
@@ -264,7 +264,7 @@ func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *buil
 			fmt.Fprintf(r.Out, "pushed catalog image %s\n", pushed)
 			catalogLines = append(catalogLines, fmt.Sprintf("%s %s %s\n", name, m.Index(), pushed))
 			all = append(all, list...)
-			set := catalogimages.ImageSet(pushed, cfg)
+			set := mirror.ImageSet(pushed, cfg)
 			if imageSet == nil {
 				imageSet = set
 			} else {
@@ -294,7 +294,7 @@ func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *buil
 }
 
 // readOPM reads and packs the opm and grpc_health_probe the catalog images serve with.
-func readOPM(opmPath, probePath string) (*build.OPM, error) {
+func readOPM(opmPath, probePath string) (*images.OPM, error) {
 	opm, err := os.ReadFile(opmPath)
 	if err != nil {
 		return nil, fmt.Errorf("read opm: %w", err)
@@ -306,7 +306,7 @@ func readOPM(opmPath, probePath string) (*build.OPM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read grpc_health_probe: %w", err)
 	}
-	packed, err := build.NewOPM(opm, probe)
+	packed, err := images.NewOPM(opm, probe)
 	if err != nil {
 		return nil, fmt.Errorf("%s, %s: %w", opmPath, probePath, err)
 	}

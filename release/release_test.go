@@ -35,7 +35,7 @@ import (
 	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	catalogvalidation "github.com/csi-olm/csi-olm/catalog/validation"
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/release"
@@ -346,7 +346,7 @@ func testPins(t *testing.T, b *bed) {
 				t.Errorf("%s is %s (%v), want the image catalogs.txt names, %s", tagged, pinned, err, ref)
 			}
 			root := extract(t, b.client, ref)
-			client := testutil.ServeCatalog(t, filepath.Join(root, build.OPMBinary), filepath.Join(root, build.ConfigsDir))
+			client := testutil.ServeCatalog(t, filepath.Join(root, images.OPMBinary), filepath.Join(root, images.ConfigsDir))
 			testutil.CheckServedCatalog(t, client, definition.Catalog(catalog), m, b.operators)
 		}
 	})

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/internal/olm"
 )
 
@@ -82,11 +82,11 @@ func (s *Stack) PushCatalogImage(ctx context.Context, name, dir string) (string,
 	if err != nil {
 		return "", fmt.Errorf("catalog image %s: %w", name, err)
 	}
-	packed, err := build.NewOPM(opm, probe)
+	packed, err := images.NewOPM(opm, probe)
 	if err != nil {
 		return "", err
 	}
-	img, err := build.Catalog(os.DirFS(dir), packed)
+	img, err := images.Catalog(os.DirFS(dir), packed)
 	if err != nil {
 		return "", fmt.Errorf("catalog image of %s: %w", dir, err)
 	}
@@ -240,15 +240,15 @@ func (s *Stack) pushUnpackImages(ctx context.Context) (opmRef, utilRef string, e
 	if err != nil {
 		return "", "", err
 	}
-	packed, err := build.NewOPM(bins[0], bins[1])
+	packed, err := images.NewOPM(bins[0], bins[1])
 	if err != nil {
 		return "", "", err
 	}
-	opmImg, err := build.OPMImage(packed)
+	opmImg, err := images.OPMImage(packed)
 	if err != nil {
 		return "", "", err
 	}
-	utilImg, err := build.UtilImage(bins[2], bins[3])
+	utilImg, err := images.UtilImage(bins[2], bins[3])
 	if err != nil {
 		return "", "", err
 	}

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
 )
 
@@ -712,15 +712,15 @@ func (s *Stack) PushBinaryImage(ctx context.Context, ref string, img BinaryImage
 	if len(img.Paths) == 0 {
 		return fmt.Errorf("image %s: no path for the binary", ref)
 	}
-	platform, err := build.StaticPlatform("the binary of "+ref, img.Binary)
+	platform, err := images.StaticPlatform("the binary of "+ref, img.Binary)
 	if err != nil {
 		return err
 	}
-	files := make([]build.File, 0, len(img.Paths))
+	files := make([]images.File, 0, len(img.Paths))
 	for _, p := range img.Paths {
-		files = append(files, build.File{Path: p, Mode: 0o755, Data: img.Binary})
+		files = append(files, images.File{Path: p, Mode: 0o755, Data: img.Binary})
 	}
-	layer, err := build.Layer(files)
+	layer, err := images.Layer(files)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", ref, err)
 	}
@@ -728,7 +728,7 @@ func (s *Stack) PushBinaryImage(ctx context.Context, ref string, img BinaryImage
 	if img.Root {
 		user = "0"
 	}
-	built, err := build.Image(nil, build.Config{Entrypoint: img.Paths[:1], User: user, Platform: platform}, layer)
+	built, err := images.Image(nil, images.Config{Entrypoint: img.Paths[:1], User: user, Platform: platform}, layer)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", ref, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/load"
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
@@ -22,7 +22,7 @@ import (
 func TestOpenCatalogImageAndRegistry(t *testing.T) {
 	ctx := context.Background()
 	const dir = "../certified/v4.11"
-	ref := testutil.PushCatalogImage(t, dir, build.CatalogConfig(v1.Platform{OS: "linux", Architecture: "amd64"}), "test")
+	ref := testutil.PushCatalogImage(t, dir, images.CatalogConfig(v1.Platform{OS: "linux", Architecture: "amd64"}), "test")
 	img, err := load.Open(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func shape(t *testing.T, cfg *declcfg.DeclarativeConfig) string {
 func TestOpenRefuses(t *testing.T) {
 	ctx := context.Background()
 	// An image without the configs label is no catalog image.
-	unlabelled := testutil.PushCatalogImage(t, "../certified/v4.11", build.Config{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}, "test")
+	unlabelled := testutil.PushCatalogImage(t, "../certified/v4.11", images.Config{Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}, "test")
 	for arg, want := range map[string]string{
 		unlabelled:                   "has no operators.operatorframework.io.index.configs.v1 label",
 		"/nonexistent/catalog":       "catalog /nonexistent/catalog: no such directory, and not an image reference",

@@ -21,7 +21,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/openshift"
@@ -158,7 +158,7 @@ func pushEFSReleases(tb testing.TB, s *testbed.Stack, operators []definition.Ope
 			if rel.OperatorImage == head {
 				continue
 			}
-			idx, err := build.OperatorIndex(raw, nil, rel.Version, "e2e")
+			idx, err := images.OperatorIndex(raw, nil, rel.Version, "e2e")
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -29,7 +29,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/catalog/tree"
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
@@ -83,7 +83,7 @@ func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := build.OperatorIndex([][]byte{binary}, nil, "e2e", "e2e")
+	idx, err := images.OperatorIndex([][]byte{binary}, nil, "e2e", "e2e")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,25 +12,25 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 )
 
 // PushCatalogImage pushes a catalog image of dir, laid out as `csi-olm release` builds them with
 // cfg, to an in-memory registry on loopback that lives as long as the test, and returns its
 // reference, tagged tag.
-func PushCatalogImage(t *testing.T, dir string, cfg build.Config, tag string) string {
+func PushCatalogImage(t *testing.T, dir string, cfg images.Config, tag string) string {
 	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
-	files, err := build.CopyFS(os.DirFS(dir), ".", build.ConfigsDir, false)
+	files, err := images.CopyFS(os.DirFS(dir), ".", images.ConfigsDir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer, err := build.Layer(files)
+	layer, err := images.Layer(files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := build.Image(nil, cfg, layer)
+	img, err := images.Image(nil, cfg, layer)
 	if err != nil {
 		t.Fatal(err)
 	}

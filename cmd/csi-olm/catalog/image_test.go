@@ -6,7 +6,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
@@ -14,7 +14,7 @@ import (
 // it what it says of the directory the image was built from.
 func TestVerbsReadCatalogImages(t *testing.T) {
 	const dir = "../../../catalog/certified/v4.11"
-	img := testutil.PushCatalogImage(t, dir, build.CatalogConfig(v1.Platform{OS: "linux", Architecture: "amd64"}), "v4.11")
+	img := testutil.PushCatalogImage(t, dir, images.CatalogConfig(v1.Platform{OS: "linux", Architecture: "amd64"}), "v4.11")
 	for _, tc := range []struct {
 		verb string
 		args func(catalog string) []string

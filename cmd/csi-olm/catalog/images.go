@@ -5,11 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/csi-olm/csi-olm/catalog/images"
+	"github.com/csi-olm/csi-olm/catalog/mirror"
 )
 
 func newImages() *cobra.Command {
-	a := &images.Images{}
+	a := &mirror.Images{}
 	cmd := &cobra.Command{
 		Use:   "images <catalog>",
 		Short: "List every image a catalog needs, for mirroring",
@@ -29,7 +29,7 @@ The catalog is a directory, a tree of per-minor catalogs, or a catalog image
 			return a.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&a.Format, "format", "f", images.FormatList, "format: "+strings.Join(images.Formats, ", "))
+	cmd.Flags().StringVarP(&a.Format, "format", "f", mirror.FormatList, "format: "+strings.Join(mirror.Formats, ", "))
 	cmd.Flags().StringVar(&a.Mirror, "mirror", "", "registry the ImageDigestMirrorSet redirects to, e.g. mirror.example:5000")
 	cmd.Flags().StringVar(&a.CatalogImage, "catalog-image", "", "catalog image the ImageSetConfiguration mirrors")
 	fills(cmd.Flags(), "mirror", "Mirror")

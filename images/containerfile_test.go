@@ -1,4 +1,4 @@
-package build_test
+package images_test
 
 import (
 	"maps"
@@ -11,7 +11,7 @@ import (
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
 	"github.com/moby/buildkit/frontend/dockerfile/shell"
 
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 )
 
 const containerfile = "../../cmd/aws-efs-csi-driver-operator/Containerfile"
@@ -73,12 +73,12 @@ func TestContainerfileAgreesWithTheDaemonlessBuild(t *testing.T) {
 			run += strings.Join(r.CmdLine, " ") + "\n"
 		}
 	}
-	for _, want := range []string{"-o " + rootfs + build.OperatorBinary + " ", "mkdir -p " + rootfs + build.TmpDir, "chmod 1777 " + rootfs + build.TmpDir} {
+	for _, want := range []string{"-o " + rootfs + images.OperatorBinary + " ", "mkdir -p " + rootfs + images.TmpDir, "chmod 1777 " + rootfs + images.TmpDir} {
 		if !strings.Contains(run, want) {
 			t.Errorf("the build stage's RUN lacks %q:\n%s", want, run)
 		}
 	}
-	want := build.OperatorConfig(version, revision, build.Config{}.Platform)
+	want := images.OperatorConfig(version, revision, images.Config{}.Platform)
 	if !slices.Equal(entrypoint, want.Entrypoint) {
 		t.Errorf("ENTRYPOINT %q, the daemonless build runs %q", entrypoint, want.Entrypoint)
 	}

@@ -3,7 +3,7 @@
 // from a file-based catalog and opm. Every image is reproducible: the same inputs give the same
 // digest, because tar entries are sorted, owned by root and dated at the Unix epoch, and the
 // image config carries the same fixed date.
-package build
+package images
 
 import (
 	"archive/tar"

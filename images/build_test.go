@@ -1,4 +1,4 @@
-package build_test
+package images_test
 
 import (
 	"archive/tar"
@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/images/build"
+	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
@@ -37,7 +37,7 @@ func files(t *testing.T, img v1.Image) map[string]string {
 		if hdr.Typeflag != tar.TypeReg {
 			continue
 		}
-		if !hdr.ModTime.Equal(build.Epoch) || hdr.Uid != 0 || hdr.Gid != 0 {
+		if !hdr.ModTime.Equal(images.Epoch) || hdr.Uid != 0 || hdr.Gid != 0 {
 			t.Errorf("%s: dated %s, owned by %d:%d; want the epoch and root", hdr.Name, hdr.ModTime, hdr.Uid, hdr.Gid)
 		}
 		data, err := io.ReadAll(tr)
@@ -67,7 +67,7 @@ func TestBundleImagesCarryTheirAnnotationsAsLabels(t *testing.T) {
 	}
 	for _, annotations := range dirs {
 		dir := filepath.Dir(filepath.Dir(annotations))
-		img, err := build.Bundle(os.DirFS(dir))
+		img, err := images.Bundle(os.DirFS(dir))
 		if err != nil {
 			t.Fatalf("%s: %v", dir, err)
 		}
@@ -104,15 +104,15 @@ func TestBundleImagesCarryTheirAnnotationsAsLabels(t *testing.T) {
 }
 
 func TestImagesAreReproducible(t *testing.T) {
-	a := []build.File{{Path: "/b/c", Mode: 0o644, Data: []byte("c")}, {Path: "/a", Mode: 0o755, Data: []byte("a")}}
-	b := []build.File{a[1], a[0]}
+	a := []images.File{{Path: "/b/c", Mode: 0o644, Data: []byte("c")}, {Path: "/a", Mode: 0o755, Data: []byte("a")}}
+	b := []images.File{a[1], a[0]}
 	imgs := make([]v1.Image, 2)
-	for i, fs := range [][]build.File{a, b} {
-		layer, err := build.Layer(fs)
+	for i, fs := range [][]images.File{a, b} {
+		layer, err := images.Layer(fs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if imgs[i], err = build.Image(nil, build.Config{Entrypoint: []string{"/a"}, Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}, layer); err != nil {
+		if imgs[i], err = images.Image(nil, images.Config{Entrypoint: []string{"/a"}, Platform: v1.Platform{OS: "linux", Architecture: "amd64"}}, layer); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,11 +122,11 @@ func TestImagesAreReproducible(t *testing.T) {
 	if got := files(t, imgs[0]); got["/a"] != "a" || got["/b/c"] != "c" || len(got) != 2 {
 		t.Errorf("files = %v", got)
 	}
-	for _, bad := range [][]build.File{
+	for _, bad := range [][]images.File{
 		{{Path: "/a", Data: nil}, {Path: "a", Data: nil}},
 		{{Path: "/a", Data: nil}, {Path: "/a/b", Data: nil}},
 	} {
-		if _, err := build.Layer(bad); err == nil {
+		if _, err := images.Layer(bad); err == nil {
 			t.Errorf("Layer(%v) accepted a clash", bad)
 		}
 	}
@@ -139,12 +139,12 @@ func TestOperatorImageHasAWritableTmp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := build.Operator(binary, nil, "1", "r")
+	img, err := images.Operator(binary, nil, "1", "r")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := files(t, img); got[build.OperatorBinary] != string(binary) || len(got) != 1 {
-		t.Errorf("the operator image holds %v, want only %s", slices.Sorted(maps.Keys(got)), build.OperatorBinary)
+	if got := files(t, img); got[images.OperatorBinary] != string(binary) || len(got) != 1 {
+		t.Errorf("the operator image holds %v, want only %s", slices.Sorted(maps.Keys(got)), images.OperatorBinary)
 	}
 	if mode := dirMode(t, img, "tmp"); mode != 0o1777 {
 		t.Errorf("/tmp has mode %o, want 1777", mode)
@@ -184,11 +184,11 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opm, err := build.NewOPM(binary, probe)
+	opm, err := images.NewOPM(binary, probe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := build.Catalog(os.DirFS("../../catalog/certified/v4.11"), opm)
+	img, err := images.Catalog(os.DirFS("../../catalog/certified/v4.11"), opm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cfg.Config
-	if c.Labels[build.ConfigsLabel] != "/configs" || !slices.Equal(c.Entrypoint, []string{"/bin/opm"}) || !slices.Equal(c.Cmd, []string{"serve", "/configs"}) || c.User == "" || c.User == "0" {
+	if c.Labels[images.ConfigsLabel] != "/configs" || !slices.Equal(c.Entrypoint, []string{"/bin/opm"}) || !slices.Equal(c.Cmd, []string{"serve", "/configs"}) || c.User == "" || c.User == "0" {
 		t.Errorf("config = %+v", c)
 	}
 	got := files(t, img)
@@ -219,7 +219,7 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if got["/configs/aws-efs-operator/catalog.json"] != string(want) {
 		t.Errorf("/configs/aws-efs-operator/catalog.json differs from the catalog's")
 	}
-	if _, err := build.Catalog(os.DirFS(t.TempDir()), opm); err == nil || !strings.Contains(err.Error(), "the catalog has no files") {
+	if _, err := images.Catalog(os.DirFS(t.TempDir()), opm); err == nil || !strings.Contains(err.Error(), "the catalog has no files") {
 		t.Errorf("an empty catalog: %v", err)
 	}
 }
@@ -236,13 +236,13 @@ func TestOnlyStaticLinuxBinariesGoOnAnEmptyBase(t *testing.T) {
 		{"dynamically linked", "is dynamically linked, so it cannot run on an empty base image: build it with CGO_ENABLED=0", sh},
 		{"not an executable", "is not a Linux executable", []byte("#!/bin/sh\n")},
 	} {
-		if _, err := build.Operator(tt.binary, nil, "1", "r"); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := images.Operator(tt.binary, nil, "1", "r"); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("operator %s: %v, want %q", tt.name, err, tt.want)
 		}
-		if _, err := build.NewOPM(tt.binary, tt.binary); err == nil || !strings.Contains(err.Error(), "opm "+tt.want) {
+		if _, err := images.NewOPM(tt.binary, tt.binary); err == nil || !strings.Contains(err.Error(), "opm "+tt.want) {
 			t.Errorf("opm %s: %v, want %q", tt.name, err, tt.want)
 		}
-		if _, err := build.UtilImage(tt.binary, tt.binary); err == nil || !strings.Contains(err.Error(), "util image: cp "+tt.want) {
+		if _, err := images.UtilImage(tt.binary, tt.binary); err == nil || !strings.Contains(err.Error(), "util image: cp "+tt.want) {
 			t.Errorf("util image %s: %v, want %q", tt.name, err, tt.want)
 		}
 	}
@@ -256,22 +256,22 @@ func TestUnpackImagesHoldWhatOLMsJobsRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	util, err := build.UtilImage(bin, bin)
+	util, err := images.UtilImage(bin, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := files(t, util); got["/bin/cp"] == "" || got["/bin/cpb"] == "" {
 		t.Errorf("the util image holds %v, want bin/cp and bin/cpb", slices.Sorted(maps.Keys(got)))
 	}
-	packed, err := build.NewOPM(bin, bin)
+	packed, err := images.NewOPM(bin, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opm, err := build.OPMImage(packed)
+	opm, err := images.OPMImage(packed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := files(t, opm); got[build.OPMBinary] == "" {
-		t.Errorf("the opm image holds %v, want %s", slices.Sorted(maps.Keys(got)), build.OPMBinary)
+	if got := files(t, opm); got[images.OPMBinary] == "" {
+		t.Errorf("the opm image holds %v, want %s", slices.Sorted(maps.Keys(got)), images.OPMBinary)
 	}
 }

@@ -1,6 +1,6 @@
 // Package images lists every image a file-based catalog needs, in the forms mirroring tools read:
 // a plain list, an ImageDigestMirrorSet for the cluster, and an oc-mirror ImageSetConfiguration.
-package images
+package mirror
 
 import (
 	"cmp"

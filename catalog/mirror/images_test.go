@@ -1,4 +1,4 @@
-package images_test
+package mirror_test
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/catalog/images"
+	"github.com/csi-olm/csi-olm/catalog/mirror"
 )
 
 // The digests are those of the strings "operator" and "bundle": nothing is pulled here, so any
@@ -42,8 +42,8 @@ func catalog() *declcfg.DeclarativeConfig {
 }
 
 func TestListNamesEveryImageOnceWithWhatNeedsIt(t *testing.T) {
-	got := images.List(catalog())
-	want := []images.Image{
+	got := mirror.List(catalog())
+	want := []mirror.Image{
 		{Ref: "docker.io/brancz/proxy:v1", Users: []string{"a.v2: proxy"}},
 		{Ref: "quay.io/csi-olm/a-bundle@" + bundleDigest, Users: []string{"a.v1: bundle image"}},
 		{Ref: "quay.io/csi-olm/a@" + operatorDigest, Users: []string{"a.v1: operator", "a.v2: operator"}},
@@ -56,18 +56,18 @@ func TestListNamesEveryImageOnceWithWhatNeedsIt(t *testing.T) {
 			t.Errorf("List[%d] = %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	if unpinned := images.Unpinned(got); len(unpinned) != 1 || !strings.Contains(unpinned[0], "docker.io/brancz/proxy:v1 (a.v2: proxy): not pinned by digest") {
+	if unpinned := mirror.Unpinned(got); len(unpinned) != 1 || !strings.Contains(unpinned[0], "docker.io/brancz/proxy:v1 (a.v2: proxy): not pinned by digest") {
 		t.Errorf("Unpinned = %q", unpinned)
 	}
 }
 
 func TestDigestMirrorSet(t *testing.T) {
-	if _, err := images.DigestMirrorSet("x", "mirror.example:5000", images.List(catalog())); err == nil || !strings.Contains(err.Error(), "docker.io/brancz/proxy:v1 (a.v2: proxy)") {
+	if _, err := mirror.DigestMirrorSet("x", "mirror.example:5000", mirror.List(catalog())); err == nil || !strings.Contains(err.Error(), "docker.io/brancz/proxy:v1 (a.v2: proxy)") {
 		t.Errorf("an unpinned image was accepted, or not named: %v", err)
 	}
 	cfg := catalog()
 	cfg.Bundles = cfg.Bundles[:1]
-	set, err := images.DigestMirrorSet("csi-olm", "mirror.example:5000/", images.List(cfg))
+	set, err := mirror.DigestMirrorSet("csi-olm", "mirror.example:5000/", mirror.List(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestDigestMirrorSet(t *testing.T) {
 }
 
 func TestImageSetNamesEveryPackageAndChannel(t *testing.T) {
-	got, err := yaml.Marshal(images.ImageSet("quay.io/csi-olm/certified-catalog@"+bundleDigest, catalog()))
+	got, err := yaml.Marshal(mirror.ImageSet("quay.io/csi-olm/certified-catalog@"+bundleDigest, catalog()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ mirror:
 // images are release tags: it lists those of every minor, and refuses an ImageDigestMirrorSet.
 func TestImagesOnTheCommittedCatalog(t *testing.T) {
 	var out bytes.Buffer
-	a := images.Images{Catalog: "../certified", Format: images.FormatList, Out: &out}
+	a := mirror.Images{Catalog: "../certified", Format: mirror.FormatList, Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -116,16 +116,16 @@ func TestImagesOnTheCommittedCatalog(t *testing.T) {
 			t.Errorf("the list of the tree lacks %q, or has it twice:\n%s", want, out.String())
 		}
 	}
-	a = images.Images{Catalog: "../certified", Format: images.FormatIDMS, Mirror: "mirror.example", Out: &out}
+	a = mirror.Images{Catalog: "../certified", Format: mirror.FormatIDMS, Mirror: "mirror.example", Out: &out}
 	if err := a.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "quay.io/csi-olm/aws-efs-csi-driver-operator:v4.11.0 (aws-efs-csi-driver-operator.v4.11.0: ") {
 		t.Errorf("idms on tags: %v", err)
 	}
-	for _, bad := range []images.Images{
-		{Catalog: "../certified", Format: images.FormatIDMS},
-		{Catalog: "../certified", Format: images.FormatImageSet},
-		{Catalog: "../certified", Format: images.FormatImageSet, CatalogImage: "quay.io/csi-olm/certified-catalog:v4.11"},
+	for _, bad := range []mirror.Images{
+		{Catalog: "../certified", Format: mirror.FormatIDMS},
+		{Catalog: "../certified", Format: mirror.FormatImageSet},
+		{Catalog: "../certified", Format: mirror.FormatImageSet, CatalogImage: "quay.io/csi-olm/certified-catalog:v4.11"},
 		{Catalog: "../certified", Format: "csv"},
-		{Catalog: "../nowhere", Format: images.FormatList},
+		{Catalog: "../nowhere", Format: mirror.FormatList},
 	} {
 		bad.Out = &out
 		if err := bad.Run(context.Background()); err == nil {
