@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 
-	bundlebuild "github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
@@ -86,12 +86,12 @@ func (a *Images) build(prefix string) ([]built, error) {
 		}
 		all = append(all, built{fmt.Sprintf("%s/%s:%s", prefix, efs.OperatorName, a.Version), idx})
 	}
-	dirs, err := filepath.Glob(filepath.Join(a.Bundles, "*", "*", bundlebuild.AnnotationsFile))
+	dirs, err := filepath.Glob(filepath.Join(a.Bundles, "*", "*", registryv1.AnnotationsFile))
 	if err != nil {
 		return nil, err
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("no bundle in %s: want %s/<package>/<version>/%s", a.Bundles, a.Bundles, bundlebuild.AnnotationsFile)
+		return nil, fmt.Errorf("no bundle in %s: want %s/<package>/<version>/%s", a.Bundles, a.Bundles, registryv1.AnnotationsFile)
 	}
 	slices.Sort(dirs)
 	for _, annotations := range dirs {

@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/bundle/testmanifest"
 	"github.com/csi-olm/csi-olm/bundle/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
@@ -33,7 +33,7 @@ type Generate struct {
 
 // Run builds, validates and writes the bundles, then the test manifests.
 func (g *Generate) Run(ctx context.Context) error {
-	bundles, err := build.All(g.Operators)
+	bundles, err := registryv1.All(g.Operators)
 	if err != nil {
 		return fmt.Errorf("invalid operator definitions, nothing was written:\n%w", err)
 	}
@@ -93,7 +93,7 @@ func (g *Generate) Run(ctx context.Context) error {
 
 // validate runs the checks of `bundle validate` on the staged bundles, so generate never
 // publishes a bundle that the validator would reject.
-func (g *Generate) validate(staging string, bundles []*build.Bundle) error {
+func (g *Generate) validate(staging string, bundles []*registryv1.Bundle) error {
 	explain := validation.ExplainerFor(g.Operators)
 	var failures []string
 	for _, b := range bundles {
@@ -110,7 +110,7 @@ func (g *Generate) validate(staging string, bundles []*build.Bundle) error {
 	return nil
 }
 
-func writeBundle(dir string, b *build.Bundle) error {
+func writeBundle(dir string, b *registryv1.Bundle) error {
 	for name, content := range b.Files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

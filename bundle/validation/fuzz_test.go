@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/bundle/validation"
 )
 
@@ -16,7 +16,7 @@ const ebsBundle = "../aws-ebs-csi-driver-operator/4.5.0"
 // and validates it, in release mode and not, with the OLM v1 checks: whatever the input, every
 // problem names a file and says something, and nothing panics. `make fuzz` runs it briefly.
 func FuzzBundle(f *testing.F) {
-	csvs, err := filepath.Glob(filepath.Join(ebsBundle, build.ManifestsDir, "*.clusterserviceversion.yaml"))
+	csvs, err := filepath.Glob(filepath.Join(ebsBundle, registryv1.ManifestsDir, "*.clusterserviceversion.yaml"))
 	if err != nil || len(csvs) != 1 {
 		f.Fatalf("%s has %d CSVs (%v)", ebsBundle, len(csvs), err)
 	}
@@ -28,7 +28,7 @@ func FuzzBundle(f *testing.F) {
 		}
 		return raw
 	}
-	csv, annotations, dockerfile := read(filepath.Join(build.ManifestsDir, csvName)), read(build.AnnotationsFile), read(build.DockerfileFile)
+	csv, annotations, dockerfile := read(filepath.Join(registryv1.ManifestsDir, csvName)), read(registryv1.AnnotationsFile), read(registryv1.DockerfileFile)
 	f.Add(csv, annotations, dockerfile, false)
 	f.Add(csv[:len(csv)/2], annotations, dockerfile, true)
 	f.Add([]byte("kind: ClusterServiceVersion\nspec: {install: {strategy: deployment}}\n"), []byte("annotations: []\n"), []byte("LABEL a\n"), false)
@@ -39,7 +39,7 @@ func FuzzBundle(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, csv, annotations, dockerfile []byte, release bool) {
-		for p, content := range map[string][]byte{filepath.Join(build.ManifestsDir, csvName): csv, build.AnnotationsFile: annotations, build.DockerfileFile: dockerfile} {
+		for p, content := range map[string][]byte{filepath.Join(registryv1.ManifestsDir, csvName): csv, registryv1.AnnotationsFile: annotations, registryv1.DockerfileFile: dockerfile} {
 			if err := os.WriteFile(filepath.Join(dir, p), content, 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -47,7 +47,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 )
 
 // Rule is one limit OLM v1 puts on the registry+v1 bundles it installs.
@@ -200,9 +200,9 @@ func (r *olmv1Report) path(rel string) string { return filepath.Join(r.dir, rel)
 // every document of every file of manifests/, none in subdirectories; the CSV, the CRDs and the
 // other objects; and the properties of the CSV annotation and metadata/properties.yaml.
 func (r *olmv1Report) load() {
-	annotationsPath := r.path(build.AnnotationsFile)
+	annotationsPath := r.path(registryv1.AnnotationsFile)
 	if raw, err := os.ReadFile(annotationsPath); err != nil {
-		r.add(RuleBundleFormat, annotationsPath, "OLM v1 reads the package from %s and cannot read it: %v", build.AnnotationsFile, err)
+		r.add(RuleBundleFormat, annotationsPath, "OLM v1 reads the package from %s and cannot read it: %v", registryv1.AnnotationsFile, err)
 	} else {
 		// The keys operator-controller decodes, each a string; it ignores the others.
 		var file struct {
@@ -213,13 +213,13 @@ func (r *olmv1Report) load() {
 			} `json:"annotations"`
 		}
 		if err := yaml.Unmarshal(raw, &file); err != nil {
-			r.add(RuleBundleFormat, annotationsPath, "OLM v1 cannot decode %s: %v", build.AnnotationsFile, err)
+			r.add(RuleBundleFormat, annotationsPath, "OLM v1 cannot decode %s: %v", registryv1.AnnotationsFile, err)
 		} else {
 			r.annotationsRead, r.pkg = true, file.Annotations.Package
 		}
 	}
 
-	manifestsDir := r.path(build.ManifestsDir)
+	manifestsDir := r.path(registryv1.ManifestsDir)
 	if entries, err := os.ReadDir(manifestsDir); err == nil {
 		for _, e := range entries {
 			if e.IsDir() {
@@ -277,20 +277,20 @@ func (r *olmv1Report) load() {
 
 // metadataProperties checks that metadata/properties.yaml, if there is one, decodes.
 func (r *olmv1Report) metadataProperties() {
-	file := r.path(build.PropertiesFile)
+	file := r.path(registryv1.PropertiesFile)
 	raw, err := os.ReadFile(file)
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
 	if err != nil {
-		r.add(RuleBundleFormat, file, "OLM v1 cannot read %s: %v", build.PropertiesFile, err)
+		r.add(RuleBundleFormat, file, "OLM v1 cannot read %s: %v", registryv1.PropertiesFile, err)
 		return
 	}
 	var props struct {
 		Properties []property.Property `json:"properties"`
 	}
 	if err := yaml.Unmarshal(raw, &props); err != nil {
-		r.add(RuleBundleFormat, file, "OLM v1 cannot decode %s: %v", build.PropertiesFile, err)
+		r.add(RuleBundleFormat, file, "OLM v1 cannot decode %s: %v", registryv1.PropertiesFile, err)
 	}
 }
 
@@ -315,7 +315,7 @@ func flatten(objs []manifestObject) []manifestObject {
 
 func (r *olmv1Report) packageName() {
 	if r.annotationsRead && r.pkg == "" {
-		r.add(RulePackageName, r.path(build.AnnotationsFile), "the annotation %s is missing or empty: OLM v1 refuses a bundle without a package name", build.PackageAnnotation)
+		r.add(RulePackageName, r.path(registryv1.AnnotationsFile), "the annotation %s is missing or empty: OLM v1 refuses a bundle without a package name", registryv1.PackageAnnotation)
 	}
 }
 
@@ -621,7 +621,7 @@ func (r *olmv1Report) dependencies() {
 // metadataFiles finds, as opm's bundle parser does, the first file of metadata/ (in name order)
 // that lists dependencies and the first that lists properties.
 func (r *olmv1Report) metadataFiles() (depsFile string, deps []registry.Dependency, propsFile string, props []registry.Property) {
-	dir := r.path(build.MetadataDir)
+	dir := r.path(registryv1.MetadataDir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return "", nil, "", nil

@@ -12,7 +12,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 )
 
 // Validate checks every bundle found under Paths.
@@ -74,7 +74,7 @@ func (v *Validate) Run(ctx context.Context) error {
 
 // bundleMarks are the entries that make a directory a bundle, complete or not: a directory with
 // any of them is validated, so a bundle missing a part is reported rather than passed over.
-var bundleMarks = []string{build.AnnotationsFile, path.Dir(build.AnnotationsFile), build.ManifestsDir, build.DockerfileFile}
+var bundleMarks = []string{registryv1.AnnotationsFile, path.Dir(registryv1.AnnotationsFile), registryv1.ManifestsDir, registryv1.DockerfileFile}
 
 // findBundles returns path if it is a bundle directory, else every bundle directory below it.
 func findBundles(root string) ([]string, error) {
@@ -108,7 +108,7 @@ func findBundles(root string) ([]string, error) {
 		return nil, fmt.Errorf("searching %s for bundles: %w", root, err)
 	}
 	if len(dirs) == 0 {
-		return nil, fmt.Errorf("no bundle under %s: a bundle directory holds %s and %s/", root, build.AnnotationsFile, build.ManifestsDir)
+		return nil, fmt.Errorf("no bundle under %s: a bundle directory holds %s and %s/", root, registryv1.AnnotationsFile, registryv1.ManifestsDir)
 	}
 	return dirs, nil
 }

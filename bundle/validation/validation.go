@@ -32,8 +32,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 )
 
 // Level is the severity of a problem.
@@ -189,8 +189,8 @@ func csvProblems(csv *v1alpha1.ClusterServiceVersion, release bool) []string {
 // labelProblems checks that bundle.Dockerfile labels the image with exactly the annotations of
 // metadata/annotations.yaml: OLM reads the labels from images and the file from directories.
 func labelProblems(dir string) []Problem {
-	annotationsPath := filepath.Join(dir, build.AnnotationsFile)
-	dockerfilePath := filepath.Join(dir, build.DockerfileFile)
+	annotationsPath := filepath.Join(dir, registryv1.AnnotationsFile)
+	dockerfilePath := filepath.Join(dir, registryv1.DockerfileFile)
 	raw, err := os.ReadFile(annotationsPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Problem{{File: annotationsPath, Level: Error, Validator: "csi-olm",
@@ -220,17 +220,17 @@ func labelProblems(dir string) []Problem {
 	}
 	for _, k := range slices.Sorted(maps.Keys(file.Annotations)) {
 		if got, ok := labels[k]; !ok {
-			add("LABEL %s is missing; %s sets it to %q", k, build.AnnotationsFile, file.Annotations[k])
+			add("LABEL %s is missing; %s sets it to %q", k, registryv1.AnnotationsFile, file.Annotations[k])
 		} else if got != file.Annotations[k] {
-			add("LABEL %s=%q disagrees with %s (%q)", k, got, build.AnnotationsFile, file.Annotations[k])
+			add("LABEL %s=%q disagrees with %s (%q)", k, got, registryv1.AnnotationsFile, file.Annotations[k])
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if _, ok := file.Annotations[k]; !ok && strings.HasPrefix(k, "operators.operatorframework.io.bundle.") {
-			add("LABEL %s is not in %s", k, build.AnnotationsFile)
+			add("LABEL %s is not in %s", k, registryv1.AnnotationsFile)
 		}
 	}
-	for _, k := range []string{build.PackageAnnotation, build.ChannelsAnnotation, build.DefaultChannelAnnotation} {
+	for _, k := range []string{registryv1.PackageAnnotation, registryv1.ChannelsAnnotation, registryv1.DefaultChannelAnnotation} {
 		if file.Annotations[k] == "" {
 			problems = append(problems, Problem{File: annotationsPath, Level: Error, Validator: "csi-olm", Message: fmt.Sprintf("annotation %s is missing", k)})
 		}
@@ -300,7 +300,7 @@ type manifestObject struct {
 func readManifests(dir string) ([]manifestObject, []Problem) {
 	var objs []manifestObject
 	var problems []Problem
-	manifestsDir := filepath.Join(dir, build.ManifestsDir)
+	manifestsDir := filepath.Join(dir, registryv1.ManifestsDir)
 	entries, err := os.ReadDir(manifestsDir)
 	if err != nil {
 		return nil, []Problem{{File: manifestsDir, Level: Error, Validator: "Load", Message: err.Error()}}

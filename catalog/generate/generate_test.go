@@ -19,9 +19,9 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/mod/modfile"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/catalog/generate"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -146,7 +146,7 @@ func checkMinorCatalog(t *testing.T, where string, cfg *declcfg.DeclarativeConfi
 	maxes := map[string]string{}
 	for _, b := range cfg.Bundles {
 		for _, p := range b.Properties {
-			if p.Type == build.MaxOpenShiftVersionProperty {
+			if p.Type == registryv1.MaxOpenShiftVersionProperty {
 				maxes[b.Name] = strings.Trim(string(p.Value), `"`)
 			}
 		}
@@ -155,7 +155,7 @@ func checkMinorCatalog(t *testing.T, where string, cfg *declcfg.DeclarativeConfi
 	for _, r := range releases {
 		name := o.CSVName(r.Version)
 		if maxes[name] != r.MaxOpenShiftVersion() {
-			t.Errorf("%s: %s has %s %q, want %q", where, name, build.MaxOpenShiftVersionProperty, maxes[name], r.MaxOpenShiftVersion())
+			t.Errorf("%s: %s has %s %q, want %q", where, name, registryv1.MaxOpenShiftVersionProperty, maxes[name], r.MaxOpenShiftVersion())
 		}
 		for _, ch := range r.Channels {
 			want++

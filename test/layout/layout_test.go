@@ -144,7 +144,7 @@ func TestImportRule(t *testing.T) {
 		{"operator/releasefinalizer", "test/fixture", false},
 		{"internal/kube", "operator", false},
 		{"migrate/subscription", "operator", false},
-		{"bundle/build", "catalog/validation", false},
+		{"bundle/registryv1", "catalog/validation", false},
 		{"cmd/csi-olm", "cmd/aws-efs-csi-driver-operator", false},
 	} {
 		if got := importProblem(tt.from, tt.to) == ""; got != tt.ok {

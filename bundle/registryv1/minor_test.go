@@ -1,4 +1,4 @@
-package build_test
+package registryv1_test
 
 import (
 	"os"
@@ -11,8 +11,8 @@ import (
 	"github.com/operator-framework/operator-registry/pkg/registry"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 )
 
@@ -40,29 +40,29 @@ func TestBundlesAgreeWithTheirMinor(t *testing.T) {
 func checkBundleMinor(t *testing.T, dir, declared string) {
 	t.Helper()
 	var a struct{ Annotations map[string]string }
-	readYAML(t, filepath.Join(dir, build.AnnotationsFile), &a)
-	versions, err := openshift.ParseVersions(a.Annotations[build.OpenShiftVersionsLabel])
+	readYAML(t, filepath.Join(dir, registryv1.AnnotationsFile), &a)
+	versions, err := openshift.ParseVersions(a.Annotations[registryv1.OpenShiftVersionsLabel])
 	if err != nil {
 		t.Errorf("%s: %v", dir, err)
 		return
 	}
 	if versions.To == nil || *versions.To != versions.From || versions.From.String() != declared {
-		t.Errorf("%s: %s is %s; want =v%s, only the minor the release is built for", dir, build.OpenShiftVersionsLabel, versions, declared)
+		t.Errorf("%s: %s is %s; want =v%s, only the minor the release is built for", dir, registryv1.OpenShiftVersionsLabel, versions, declared)
 		return
 	}
 	m := versions.From
 	var props registry.PropertiesFile
-	readYAML(t, filepath.Join(dir, build.PropertiesFile), &props)
+	readYAML(t, filepath.Join(dir, registryv1.PropertiesFile), &props)
 	var max []string
 	for _, p := range props.Properties {
-		if p.Type == build.MaxOpenShiftVersionProperty {
+		if p.Type == registryv1.MaxOpenShiftVersionProperty {
 			max = append(max, strings.Trim(string(p.Value), `"`))
 		}
 	}
 	if len(max) != 1 || max[0] != m.Next().String() {
-		t.Errorf("%s: built for %s, %s is %v; want %s, the next minor", dir, m.Index(), build.MaxOpenShiftVersionProperty, max, m.Next())
+		t.Errorf("%s: built for %s, %s is %v; want %s, the next minor", dir, m.Index(), registryv1.MaxOpenShiftVersionProperty, max, m.Next())
 	}
-	csvs, _ := filepath.Glob(filepath.Join(dir, build.ManifestsDir, "*.clusterserviceversion.yaml"))
+	csvs, _ := filepath.Glob(filepath.Join(dir, registryv1.ManifestsDir, "*.clusterserviceversion.yaml"))
 	if len(csvs) != 1 {
 		t.Fatalf("%s: %d CSVs", dir, len(csvs))
 	}

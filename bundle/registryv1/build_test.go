@@ -1,4 +1,4 @@
-package build_test
+package registryv1_test
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 
@@ -28,9 +28,9 @@ var update = flag.Bool("update", false, "rewrite the committed bundles (as `make
 
 const bundleRoot = ".."
 
-func buildAll(t *testing.T) []*build.Bundle {
+func buildAll(t *testing.T) []*registryv1.Bundle {
 	t.Helper()
-	bundles, err := build.All(drivers.All())
+	bundles, err := registryv1.All(drivers.All())
 	if err != nil {
 		t.Fatalf("building the shipped definitions: %v", err)
 	}
@@ -46,7 +46,7 @@ func TestBundlesMatchCommitted(t *testing.T) {
 			files[name] = string(content)
 		}
 		testutil.CheckGoldenTree(t, filepath.Join(bundleRoot, b.Dir()), files, *update,
-			"run `make bundle` or `go test ./bundle/build -update`")
+			"run `make bundle` or `go test ./bundle/registryv1 -update`")
 	}
 }
 
@@ -61,7 +61,7 @@ func TestBuildIsDeterministic(t *testing.T) {
 	}
 }
 
-func csvOf(t *testing.T, b *build.Bundle) *v1alpha1.ClusterServiceVersion {
+func csvOf(t *testing.T, b *registryv1.Bundle) *v1alpha1.ClusterServiceVersion {
 	t.Helper()
 	var csv v1alpha1.ClusterServiceVersion
 	raw := b.Files["manifests/"+b.CSVName+".clusterserviceversion.yaml"]
@@ -138,11 +138,11 @@ func TestCSVContent(t *testing.T) {
 				t.Errorf("owned CRD %s is not in the bundle", w.ownedCRD)
 			}
 			var annotations struct{ Annotations map[string]string }
-			if err := yaml.Unmarshal(b.Files[build.AnnotationsFile], &annotations); err != nil {
+			if err := yaml.Unmarshal(b.Files[registryv1.AnnotationsFile], &annotations); err != nil {
 				t.Fatal(err)
 			}
 			a := annotations.Annotations
-			if a[build.DefaultChannelAnnotation] != w.defaultChannel || a[build.ChannelsAnnotation] != w.channels || a[build.PackageAnnotation] != strings.Split(b.Dir(), "/")[0] {
+			if a[registryv1.DefaultChannelAnnotation] != w.defaultChannel || a[registryv1.ChannelsAnnotation] != w.channels || a[registryv1.PackageAnnotation] != strings.Split(b.Dir(), "/")[0] {
 				t.Errorf("annotations = %v", a)
 			}
 			deps := csv.Spec.InstallStrategy.StrategySpec.DeploymentSpecs
@@ -254,7 +254,7 @@ func TestExamplesAreValidCustomResources(t *testing.T) {
 	}
 }
 
-func crdFor(t *testing.T, b *build.Bundle, kind string) *apiextensionsv1.CustomResourceDefinition {
+func crdFor(t *testing.T, b *registryv1.Bundle, kind string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	for name, content := range b.Files {
 		if !strings.HasPrefix(name, "manifests/") || strings.HasSuffix(name, ".clusterserviceversion.yaml") {

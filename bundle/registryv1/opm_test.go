@@ -1,4 +1,4 @@
-package build_test
+package registryv1_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package build
+package registryv1
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 // Package build turns operator definitions into OLM registry+v1 bundles: a CSV built from
 // operator-framework/api types, the owned CRDs, metadata/annotations.yaml and bundle.Dockerfile.
-package build
+package registryv1
 
 import (
 	"encoding/base64"

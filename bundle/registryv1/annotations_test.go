@@ -1,4 +1,4 @@
-package build_test
+package registryv1_test
 
 import (
 	"encoding/json"
@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/csi-olm/csi-olm/bundle/build"
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator/assets"
 )
@@ -213,9 +213,9 @@ func TestSupportedEFSAnnotations(t *testing.T) {
 		// The cluster may go one OpenShift minor past the release, and no further.
 		v := csv.Spec.Version.Version
 		var props registry.PropertiesFile
-		if err := yaml.UnmarshalStrict(b.Files[build.PropertiesFile], &props); err != nil || len(props.Properties) != 1 ||
-			props.Properties[0].Type != build.MaxOpenShiftVersionProperty || string(props.Properties[0].Value) != fmt.Sprintf(`"%d.%d"`, v.Major, v.Minor+1) {
-			t.Errorf("%s: %s = %q (%v), want only %s %d.%d", b.Dir(), build.PropertiesFile, b.Files[build.PropertiesFile], err, build.MaxOpenShiftVersionProperty, v.Major, v.Minor+1)
+		if err := yaml.UnmarshalStrict(b.Files[registryv1.PropertiesFile], &props); err != nil || len(props.Properties) != 1 ||
+			props.Properties[0].Type != registryv1.MaxOpenShiftVersionProperty || string(props.Properties[0].Value) != fmt.Sprintf(`"%d.%d"`, v.Major, v.Minor+1) {
+			t.Errorf("%s: %s = %q (%v), want only %s %d.%d", b.Dir(), registryv1.PropertiesFile, b.Files[registryv1.PropertiesFile], err, registryv1.MaxOpenShiftVersionProperty, v.Major, v.Minor+1)
 		}
 		var cr operatorv1.ClusterCSIDriver
 		if err := yaml.UnmarshalStrict([]byte(csv.Annotations["operatorframework.io/initialization-resource"]), &cr); err != nil {
