@@ -198,7 +198,7 @@ bench-catalog: ## Run the catalog benchmarks only (validate vs opm; simulate and
 	CSI_OLM_OPM="$$(hack/tools.sh opm)" $(GO) test -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m ./catalog/... $(BENCH_TEE)
 
 # Each fuzz target, as `package:target`.
-FUZZ_TARGETS = ./catalog/validation:FuzzLoadAndValidate ./bundle/validation:FuzzBundle \
+FUZZ_TARGETS = ./catalog/validation:FuzzLoadAndValidate ./bundle/lint:FuzzBundle \
 	./sharedvolume/volumes:FuzzSharedVolumeMapping
 
 .PHONY: chaos

@@ -31,10 +31,10 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	bundlevalidation "github.com/csi-olm/csi-olm/bundle/validation"
+	"github.com/csi-olm/csi-olm/bundle/lint"
 	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
 	"github.com/csi-olm/csi-olm/catalog/tree"
-	catalogvalidation "github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/openshift"
@@ -214,8 +214,8 @@ func testPins(t *testing.T, b *bed) {
 	}
 
 	t.Run("bundles pass the release check", func(t *testing.T) {
-		v := bundlevalidation.Validate{Paths: []string{filepath.Join(out, "bundle")}, Strict: true, Release: true,
-			Explain: bundlevalidation.ExplainerFor(b.operators), Out: io.Discard}
+		v := lint.Validate{Paths: []string{filepath.Join(out, "bundle")}, Strict: true, Release: true,
+			Explain: lint.ExplainerFor(b.operators), Out: io.Discard}
 		if err := v.Run(ctx); err != nil {
 			t.Error(err)
 		}
@@ -277,7 +277,7 @@ func testPins(t *testing.T, b *bed) {
 
 	t.Run("csi-olm and opm validate the published catalogs", func(t *testing.T) {
 		var report bytes.Buffer
-		v := catalogvalidation.Validate{Dir: filepath.Join(out, "catalog", "certified"), Community: filepath.Join(out, "catalog", "community"), Out: &report}
+		v := validation.Validate{Dir: filepath.Join(out, "catalog", "certified"), Community: filepath.Join(out, "catalog", "community"), Out: &report}
 		if err := v.Run(ctx); err != nil || strings.Contains(strings.ReplaceAll(report.String(), "0 errors, 0 warnings", ""), "warning") {
 			t.Errorf("csi-olm catalog validate: %v\n%s", err, report.String())
 		}

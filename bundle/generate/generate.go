@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/bundle/lint"
 	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/bundle/testmanifest"
-	"github.com/csi-olm/csi-olm/bundle/validation"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
 )
 
@@ -94,11 +94,11 @@ func (g *Generate) Run(ctx context.Context) error {
 // validate runs the checks of `bundle validate` on the staged bundles, so generate never
 // publishes a bundle that the validator would reject.
 func (g *Generate) validate(staging string, bundles []*registryv1.Bundle) error {
-	explain := validation.ExplainerFor(g.Operators)
+	explain := lint.ExplainerFor(g.Operators)
 	var failures []string
 	for _, b := range bundles {
-		for _, p := range validation.Bundle(filepath.Join(staging, b.Dir()), validation.Options{Explain: explain, Release: g.Release}) {
-			if p.Level == validation.Error || p.Explained == "" {
+		for _, p := range lint.Bundle(filepath.Join(staging, b.Dir()), lint.Options{Explain: explain, Release: g.Release}) {
+			if p.Level == lint.Error || p.Explained == "" {
 				p.File = strings.Replace(p.File, staging, g.OutputDir, 1)
 				failures = append(failures, p.String())
 			}

@@ -20,8 +20,8 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"sigs.k8s.io/yaml"
 
-	bundlevalidation "github.com/csi-olm/csi-olm/bundle/validation"
-	catalogvalidation "github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/bundle/lint"
+	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/test/clustercorpus"
 )
 
@@ -55,10 +55,10 @@ type verb func(ctx context.Context, input string, c *caseFile, out io.Writer) er
 // surfaces are the corpus's directories and the verb each one's cases are fed to.
 var surfaces = map[string]verb{
 	"catalog": func(ctx context.Context, input string, _ *caseFile, out io.Writer) error {
-		return (&catalogvalidation.Validate{Dir: input, Out: out}).Run(ctx)
+		return (&validation.Validate{Dir: input, Out: out}).Run(ctx)
 	},
 	"bundle": func(ctx context.Context, input string, c *caseFile, out io.Writer) error {
-		return (&bundlevalidation.Validate{Paths: []string{input}, Release: c.Release, OLMv1: c.OLMv1, Out: out}).Run(ctx)
+		return (&lint.Validate{Paths: []string{input}, Release: c.Release, OLMv1: c.OLMv1, Out: out}).Run(ctx)
 	},
 }
 

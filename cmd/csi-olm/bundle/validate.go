@@ -4,11 +4,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/bundle/validation"
+	"github.com/csi-olm/csi-olm/bundle/lint"
 )
 
 func newValidate() *cobra.Command {
-	v := &validation.Validate{}
+	v := &lint.Validate{}
 	cmd := &cobra.Command{
 		Use:   "validate <dir>...",
 		Short: "Validate OLM bundle directories",
@@ -29,7 +29,7 @@ Exits non-zero when a bundle has errors, or with --strict, unexplained warnings.
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v.Paths = args
-			v.Explain = validation.ExplainerFor(drivers.All())
+			v.Explain = lint.ExplainerFor(drivers.All())
 			v.Out = cmd.OutOrStdout()
 			return v.Run(cmd.Context())
 		},

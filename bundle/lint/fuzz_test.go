@@ -1,12 +1,12 @@
-package validation_test
+package lint_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/csi-olm/csi-olm/bundle/lint"
 	"github.com/csi-olm/csi-olm/bundle/registryv1"
-	"github.com/csi-olm/csi-olm/bundle/validation"
 )
 
 // ebsBundle is the smallest committed bundle: the fuzz target's starting point.
@@ -44,7 +44,7 @@ func FuzzBundle(f *testing.F) {
 				t.Fatal(err)
 			}
 		}
-		for _, p := range validation.Bundle(dir, validation.Options{Release: release, OLMv1: true}) {
+		for _, p := range lint.Bundle(dir, lint.Options{Release: release, OLMv1: true}) {
 			if p.File == "" || p.Message == "" {
 				t.Errorf("a problem that names no file or says nothing: %+v", p)
 			}

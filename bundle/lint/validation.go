@@ -8,7 +8,7 @@
 // kinds it installs from manifests/, its webhook and CRD rules...). OLMv1Rules lists them, each
 // with a stable ID (olmv1/...), which every finding carries as its Validator, and the file and
 // function of operator-controller it follows.
-package validation
+package lint
 
 import (
 	"bufio"

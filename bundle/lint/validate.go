@@ -1,5 +1,5 @@
 // Package validation is the `csi-olm bundle validate` verb and the bundle checks behind it.
-package validation
+package lint
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package validation_test
+package lint_test
 
 import (
 	"bytes"
@@ -9,19 +9,19 @@ import (
 	"testing"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/bundle/validation"
+	"github.com/csi-olm/csi-olm/bundle/lint"
 )
 
-func run(t *testing.T, strict bool, explain validation.Explainer, paths ...string) (string, error) {
+func run(t *testing.T, strict bool, explain lint.Explainer, paths ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	v := &validation.Validate{Paths: paths, Strict: strict, Explain: explain, Out: &out}
+	v := &lint.Validate{Paths: paths, Strict: strict, Explain: explain, Out: &out}
 	err := v.Run(context.Background())
 	return out.String(), err
 }
 
 func TestValidateCommittedBundles(t *testing.T) {
-	out, err := run(t, true, validation.ExplainerFor(drivers.All()), "..")
+	out, err := run(t, true, lint.ExplainerFor(drivers.All()), "..")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

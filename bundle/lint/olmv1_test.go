@@ -1,4 +1,4 @@
-package validation_test
+package lint_test
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/bundle/validation"
+	"github.com/csi-olm/csi-olm/bundle/lint"
 )
 
 func init() {
@@ -38,13 +38,13 @@ const (
 // Every committed bundle is one OLM v1 installs.
 func TestOLMv1CommittedBundles(t *testing.T) {
 	for _, dir := range committed {
-		for _, p := range validation.OLMv1(dir) {
+		for _, p := range lint.OLMv1(dir) {
 			t.Errorf("%s", p)
 		}
 	}
 	// The same through the verb's action, which finds the bundles itself: all eight, no error.
 	var out bytes.Buffer
-	v := &validation.Validate{Paths: []string{".."}, OLMv1: true, Strict: true, Explain: validation.ExplainerFor(drivers.All()), Out: &out}
+	v := &lint.Validate{Paths: []string{".."}, OLMv1: true, Strict: true, Explain: lint.ExplainerFor(drivers.All()), Out: &out}
 	if err := v.Run(context.Background()); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -177,7 +177,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 - {op: test, path: /spec/installModes/0/type, value: OwnNamespace}
 - {op: replace, path: /spec/installModes/0/supported, value: true}`)
 			},
-			want: []olmv1Want{{validation.RuleAllNamespaces, csvFile, []string{"spec.installModes supports OwnNamespace but not AllNamespaces", "SingleOwnNamespaceInstallSupport"}}},
+			want: []olmv1Want{{lint.RuleAllNamespaces, csvFile, []string{"spec.installModes supports OwnNamespace but not AllNamespaces", "SingleOwnNamespaceInstallSupport"}}},
 		},
 		{
 			name: "MultiNamespace only",
@@ -187,7 +187,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 - {op: replace, path: /spec/installModes/2/supported, value: true}
 - {op: replace, path: /spec/installModes/3/supported, value: false}`)
 			},
-			want: []olmv1Want{{validation.RuleAllNamespaces, csvFile, []string{"supports MultiNamespace, none of AllNamespaces, SingleNamespace and OwnNamespace"}}},
+			want: []olmv1Want{{lint.RuleAllNamespaces, csvFile, []string{"supports MultiNamespace, none of AllNamespaces, SingleNamespace and OwnNamespace"}}},
 		},
 		{
 			name: "owned API service",
@@ -198,7 +198,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
   value:
   - {name: sharedvolumes, group: aws-efs.managed.openshift.io, version: v1alpha1, kind: SharedVolume, deploymentName: `+efsDeployment+`}`)
 			},
-			want: []olmv1Want{{validation.RuleNoAPIServices, csvFile, []string{"spec.apiservicedefinitions.owned[0]", "v1alpha1.aws-efs.managed.openshift.io"}}},
+			want: []olmv1Want{{lint.RuleNoAPIServices, csvFile, []string{"spec.apiservicedefinitions.owned[0]", "v1alpha1.aws-efs.managed.openshift.io"}}},
 		},
 		{
 			name: "dependencies.yaml",
@@ -213,9 +213,9 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 `))
 			},
 			want: []olmv1Want{
-				{validation.RuleNoDependencies, "metadata/dependencies.yaml", []string{"dependencies[0] (olm.gvk", "olm.gvk.required", "ClusterCSIDriver"}},
-				{validation.RuleNoDependencies, "metadata/dependencies.yaml", []string{`dependencies[1] (olm.package {"packageName":"cert-manager","version":">=1.0.0"})`, `olm.package.required {"packageName":"cert-manager","versionRange":">=1.0.0"}`}},
-				{validation.RuleNoDependencies, "metadata/dependencies.yaml", []string{"dependencies[2] (olm.constraint", "needs cert-manager"}},
+				{lint.RuleNoDependencies, "metadata/dependencies.yaml", []string{"dependencies[0] (olm.gvk", "olm.gvk.required", "ClusterCSIDriver"}},
+				{lint.RuleNoDependencies, "metadata/dependencies.yaml", []string{`dependencies[1] (olm.package {"packageName":"cert-manager","version":">=1.0.0"})`, `olm.package.required {"packageName":"cert-manager","versionRange":">=1.0.0"}`}},
+				{lint.RuleNoDependencies, "metadata/dependencies.yaml", []string{"dependencies[2] (olm.constraint", "needs cert-manager"}},
 			},
 		},
 		{
@@ -226,7 +226,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
   path: /properties/-
   value: {type: olm.package.required, value: {packageName: cert-manager, versionRange: ">=1.0.0"}}`)
 			},
-			want: []olmv1Want{{validation.RuleNoDependencies, "metadata/properties.yaml", []string{"properties[1] is the property olm.package.required", "cert-manager"}}},
+			want: []olmv1Want{{lint.RuleNoDependencies, "metadata/properties.yaml", []string{"properties[1] is the property olm.package.required", "cert-manager"}}},
 		},
 		{
 			name: "dependencies in the CSV",
@@ -243,9 +243,9 @@ func TestOLMv1BrokenBundles(t *testing.T) {
   value: [{name: widgets, group: example.com, version: v1, kind: Widget}]`)
 			},
 			want: []olmv1Want{
-				{validation.RuleNoDependencies, csvFile, []string{"metadata.annotations[olm.properties][0] is the property olm.constraint"}},
-				{validation.RuleNoDependencies, csvFile, []string{"spec.customresourcedefinitions.required[0]", "clustercsidrivers.operator.openshift.io", `olm.gvk.required {"group":"operator.openshift.io","kind":"ClusterCSIDriver","version":"v1"}`}},
-				{validation.RuleNoDependencies, csvFile, []string{"spec.apiservicedefinitions.required[0]", "v1.example.com", "olm.gvk.required"}},
+				{lint.RuleNoDependencies, csvFile, []string{"metadata.annotations[olm.properties][0] is the property olm.constraint"}},
+				{lint.RuleNoDependencies, csvFile, []string{"spec.customresourcedefinitions.required[0]", "clustercsidrivers.operator.openshift.io", `olm.gvk.required {"group":"operator.openshift.io","kind":"ClusterCSIDriver","version":"v1"}`}},
+				{lint.RuleNoDependencies, csvFile, []string{"spec.apiservicedefinitions.required[0]", "v1.example.com", "olm.gvk.required"}},
 			},
 		},
 		{
@@ -253,21 +253,21 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 			break_: func(t *testing.T, dir string) {
 				patchYAML(t, filepath.Join(dir, csvFile), "- {op: copy, from: /spec/install/spec/deployments/0, path: /spec/install/spec/deployments/-}")
 			},
-			want: []olmv1Want{{validation.RuleDeploymentNameUnique, csvFile, []string{`names the deployment "` + efsDeployment + `" 2 times`}}},
+			want: []olmv1Want{{lint.RuleDeploymentNameUnique, csvFile, []string{`names the deployment "` + efsDeployment + `" 2 times`}}},
 		},
 		{
 			name: "deployment name not a DNS subdomain",
 			break_: func(t *testing.T, dir string) {
 				patchYAML(t, filepath.Join(dir, csvFile), "- {op: replace, path: /spec/install/spec/deployments/0/name, value: AWS_EFS_Operator}")
 			},
-			want: []olmv1Want{{validation.RuleDeploymentName, csvFile, []string{`spec.install.spec.deployments[0] is named "AWS_EFS_Operator"`, "a lowercase RFC 1123 subdomain"}}},
+			want: []olmv1Want{{lint.RuleDeploymentName, csvFile, []string{`spec.install.spec.deployments[0] is named "AWS_EFS_Operator"`, "a lowercase RFC 1123 subdomain"}}},
 		},
 		{
 			name: "CRD twice",
 			break_: func(t *testing.T, dir string) {
 				writeFile(t, filepath.Join(dir, "manifests", "zz-copy.yaml"), readFile(t, filepath.Join(dir, efsCRDFile)))
 			},
-			want: []olmv1Want{{validation.RuleCRDUnique, "manifests/zz-copy.yaml", []string{`"` + efsCRD + `" is in the bundle 2 times`, efsCRDFile}}},
+			want: []olmv1Want{{lint.RuleCRDUnique, "manifests/zz-copy.yaml", []string{`"` + efsCRD + `" is in the bundle 2 times`, efsCRDFile}}},
 		},
 		{
 			name: "owned CRD missing",
@@ -276,7 +276,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []olmv1Want{{validation.RuleOwnedCRD, csvFile, []string{"spec.customresourcedefinitions.owned[0]", efsCRD}}},
+			want: []olmv1Want{{lint.RuleOwnedCRD, csvFile, []string{"spec.customresourcedefinitions.owned[0]", efsCRD}}},
 		},
 		{
 			name: "Deployment manifest next to a Service, in one file",
@@ -284,14 +284,14 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 				raw := append(readFile(t, filepath.Join(dir, efsService)), "\n---\n"...)
 				writeFile(t, filepath.Join(dir, "manifests", "operator.yaml"), append(raw, shippedDeployment(t, dir)...))
 			},
-			want: []olmv1Want{{validation.RuleSupportedKind, "manifests/operator.yaml", []string{`Deployment "` + efsDeployment + `" (apiVersion apps/v1) is not a kind`}}},
+			want: []olmv1Want{{lint.RuleSupportedKind, "manifests/operator.yaml", []string{`Deployment "` + efsDeployment + `" (apiVersion apps/v1) is not a kind`}}},
 		},
 		{
 			name: "webhook of no deployment",
 			break_: func(t *testing.T, dir string) {
 				addWebhooks(t, dir, strings.Replace(webhook("ValidatingAdmissionWebhook", "vsharedvolume.kb.io", sharedVolumeRules), "deploymentName: "+efsDeployment, "deploymentName: efs-webhook", 1))
 			},
-			want: []olmv1Want{{validation.RuleWebhookDeployment, csvFile, []string{`spec.webhookdefinitions[0] (ValidatingAdmissionWebhook "vsharedvolume.kb.io") names the deployment "efs-webhook"`}}},
+			want: []olmv1Want{{lint.RuleWebhookDeployment, csvFile, []string{`spec.webhookdefinitions[0] (ValidatingAdmissionWebhook "vsharedvolume.kb.io") names the deployment "efs-webhook"`}}},
 		},
 		{
 			name: "two validating webhooks of one name",
@@ -302,14 +302,14 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 					// A mutating webhook may share the name.
 					webhook("MutatingAdmissionWebhook", "sharedvolume.kb.io", sharedVolumeRules))
 			},
-			want: []olmv1Want{{validation.RuleWebhookNameUnique, csvFile, []string{`2 ValidatingAdmissionWebhook webhooks named "sharedvolume.kb.io"`}}},
+			want: []olmv1Want{{lint.RuleWebhookNameUnique, csvFile, []string{`2 ValidatingAdmissionWebhook webhooks named "sharedvolume.kb.io"`}}},
 		},
 		{
 			name: "webhook name not a DNS subdomain",
 			break_: func(t *testing.T, dir string) {
 				addWebhooks(t, dir, webhook("ValidatingAdmissionWebhook", "SharedVolume_Validator", sharedVolumeRules))
 			},
-			want: []olmv1Want{{validation.RuleWebhookName, csvFile, []string{`spec.webhookdefinitions[0] (ValidatingAdmissionWebhook "SharedVolume_Validator")`, "a lowercase RFC 1123 subdomain"}}},
+			want: []olmv1Want{{lint.RuleWebhookName, csvFile, []string{`spec.webhookdefinitions[0] (ValidatingAdmissionWebhook "SharedVolume_Validator")`, "a lowercase RFC 1123 subdomain"}}},
 		},
 		{
 			name: "webhook rules on every group, OLM's group and webhook configurations",
@@ -324,9 +324,9 @@ func TestOLMv1BrokenBundles(t *testing.T) {
       - {apiGroups: [admissionregistration.k8s.io], apiVersions: [v1], operations: [CREATE], resources: [ValidatingWebhookConfigurations]}`))
 			},
 			want: []olmv1Want{
-				{validation.RuleWebhookRules, csvFile, []string{`spec.webhookdefinitions[0] (ValidatingAdmissionWebhook "everything.kb.io") rules[0] targets the API group "*"`}},
-				{validation.RuleWebhookRules, csvFile, []string{`spec.webhookdefinitions[1] (MutatingAdmissionWebhook "olm.kb.io") rules[0] targets the API group "olm.operatorframework.io"`}},
-				{validation.RuleWebhookRules, csvFile, []string{`rules[1] targets the resource "ValidatingWebhookConfigurations" of admissionregistration.k8s.io`}},
+				{lint.RuleWebhookRules, csvFile, []string{`spec.webhookdefinitions[0] (ValidatingAdmissionWebhook "everything.kb.io") rules[0] targets the API group "*"`}},
+				{lint.RuleWebhookRules, csvFile, []string{`spec.webhookdefinitions[1] (MutatingAdmissionWebhook "olm.kb.io") rules[0] targets the API group "olm.operatorframework.io"`}},
+				{lint.RuleWebhookRules, csvFile, []string{`rules[1] targets the resource "ValidatingWebhookConfigurations" of admissionregistration.k8s.io`}},
 			},
 		},
 		{
@@ -337,14 +337,14 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 - {op: test, path: /spec/installModes/0/type, value: OwnNamespace}
 - {op: replace, path: /spec/installModes/0/supported, value: true}`)
 			},
-			want: []olmv1Want{{validation.RuleConversionWebhookAllNamespaces, csvFile, []string{`spec.webhookdefinitions[0] (ConversionWebhook "csharedvolume.kb.io")`, "supports OwnNamespace, AllNamespaces"}}},
+			want: []olmv1Want{{lint.RuleConversionWebhookAllNamespaces, csvFile, []string{`spec.webhookdefinitions[0] (ConversionWebhook "csharedvolume.kb.io")`, "supports OwnNamespace, AllNamespaces"}}},
 		},
 		{
 			name: "conversion webhook of a CRD the CSV does not own",
 			break_: func(t *testing.T, dir string) {
 				addWebhooks(t, dir, webhook("ConversionWebhook", "cclustercsidriver.kb.io", "\n      conversionCRDs: [clustercsidrivers.operator.openshift.io]"))
 			},
-			want: []olmv1Want{{validation.RuleConversionWebhookOwnedCRD, csvFile, []string{`(ConversionWebhook "cclustercsidriver.kb.io") converts the CRD "clustercsidrivers.operator.openshift.io"`}}},
+			want: []olmv1Want{{lint.RuleConversionWebhookOwnedCRD, csvFile, []string{`(ConversionWebhook "cclustercsidriver.kb.io") converts the CRD "clustercsidrivers.operator.openshift.io"`}}},
 		},
 		{
 			name: "two conversion webhooks of one CRD",
@@ -353,7 +353,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 					webhook("ConversionWebhook", "csharedvolume.kb.io", "\n      conversionCRDs: ["+efsCRD+"]"),
 					webhook("ConversionWebhook", "csharedvolume2.kb.io", "\n      conversionCRDs: ["+efsCRD+"]"))
 			},
-			want: []olmv1Want{{validation.RuleConversionWebhookCRDUnique, csvFile, []string{`the CRD "` + efsCRD + `" is converted by 2 conversion webhooks (csharedvolume.kb.io, csharedvolume2.kb.io)`}}},
+			want: []olmv1Want{{lint.RuleConversionWebhookCRDUnique, csvFile, []string{`the CRD "` + efsCRD + `" is converted by 2 conversion webhooks (csharedvolume.kb.io, csharedvolume2.kb.io)`}}},
 		},
 		{
 			name: "conversion webhook of a CRD that preserves unknown fields",
@@ -361,7 +361,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 				addWebhooks(t, dir, webhook("ConversionWebhook", "csharedvolume.kb.io", "\n      conversionCRDs: ["+efsCRD+"]"))
 				patchYAML(t, filepath.Join(dir, efsCRDFile), "- {op: add, path: /spec/preserveUnknownFields, value: true}")
 			},
-			want: []olmv1Want{{validation.RuleConversionWebhookPreserve, efsCRDFile, []string{`"` + efsCRD + `" sets spec.preserveUnknownFields`, `"csharedvolume.kb.io"`}}},
+			want: []olmv1Want{{lint.RuleConversionWebhookPreserve, efsCRDFile, []string{`"` + efsCRD + `" sets spec.preserveUnknownFields`, `"csharedvolume.kb.io"`}}},
 		},
 		{
 			name: "OperatorConditions",
@@ -375,8 +375,8 @@ func TestOLMv1BrokenBundles(t *testing.T) {
   value: {name: OPERATOR_CONDITION_NAME, value: `+efsHeadCSV+`}`)
 			},
 			want: []olmv1Want{
-				{validation.RuleOperatorConditions, csvFile, []string{"spec.install.spec.clusterPermissions[aws-efs-csi-driver-operator]", "operatorconditions.operators.coreos.com"}},
-				{validation.RuleOperatorConditions, csvFile, []string{`deployment "` + efsDeployment + `" container`, "OPERATOR_CONDITION_NAME"}},
+				{lint.RuleOperatorConditions, csvFile, []string{"spec.install.spec.clusterPermissions[aws-efs-csi-driver-operator]", "operatorconditions.operators.coreos.com"}},
+				{lint.RuleOperatorConditions, csvFile, []string{`deployment "` + efsDeployment + `" container`, "OPERATOR_CONDITION_NAME"}},
 			},
 		},
 		{
@@ -384,14 +384,14 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 			break_: func(t *testing.T, dir string) {
 				patchYAML(t, filepath.Join(dir, "metadata", "annotations.yaml"), "- {op: remove, path: /annotations/operators.operatorframework.io.bundle.package.v1}")
 			},
-			want: []olmv1Want{{validation.RulePackageName, "metadata/annotations.yaml", []string{"operators.operatorframework.io.bundle.package.v1 is missing"}}},
+			want: []olmv1Want{{lint.RulePackageName, "metadata/annotations.yaml", []string{"operators.operatorframework.io.bundle.package.v1 is missing"}}},
 		},
 		{
 			name: "subdirectory in manifests",
 			break_: func(t *testing.T, dir string) {
 				writeFile(t, filepath.Join(dir, "manifests", "extra", "service.yaml"), readFile(t, filepath.Join(dir, efsService)))
 			},
-			want: []olmv1Want{{validation.RuleBundleFormat, "manifests/extra", []string{"manifests/ holds the subdirectory extra"}}},
+			want: []olmv1Want{{lint.RuleBundleFormat, "manifests/extra", []string{"manifests/ holds the subdirectory extra"}}},
 		},
 		{
 			name: "manifest without a kind, and a truncated one",
@@ -404,8 +404,8 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 				writeFile(t, filepath.Join(dir, "manifests", "crd-truncated.yaml"), cut)
 			},
 			want: []olmv1Want{
-				{validation.RuleBundleFormat, "manifests/service-copy.yaml", []string{`the object "aws-efs-csi-driver-operator-metrics" has no kind`}},
-				{validation.RuleBundleFormat, "manifests/crd-truncated.yaml", []string{"cannot read the bundle's manifests: not a valid manifest"}},
+				{lint.RuleBundleFormat, "manifests/service-copy.yaml", []string{`the object "aws-efs-csi-driver-operator-metrics" has no kind`}},
+				{lint.RuleBundleFormat, "manifests/crd-truncated.yaml", []string{"cannot read the bundle's manifests: not a valid manifest"}},
 			},
 		},
 		{
@@ -415,8 +415,8 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 				patchYAML(t, filepath.Join(dir, "metadata", "properties.yaml"), "- {op: replace, path: /properties, value: {type: olm.maxOpenShiftVersion}}")
 			},
 			want: []olmv1Want{
-				{validation.RuleBundleFormat, csvFile, []string{"metadata.annotations[olm.properties] is not a JSON list of properties"}},
-				{validation.RuleBundleFormat, "metadata/properties.yaml", []string{"OLM v1 cannot decode metadata/properties.yaml"}},
+				{lint.RuleBundleFormat, csvFile, []string{"metadata.annotations[olm.properties] is not a JSON list of properties"}},
+				{lint.RuleBundleFormat, "metadata/properties.yaml", []string{"OLM v1 cannot decode metadata/properties.yaml"}},
 			},
 		},
 		{
@@ -426,7 +426,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []olmv1Want{{validation.RuleBundleFormat, "metadata/annotations.yaml", []string{"OLM v1 reads the package from metadata/annotations.yaml and cannot read it"}}},
+			want: []olmv1Want{{lint.RuleBundleFormat, "metadata/annotations.yaml", []string{"OLM v1 reads the package from metadata/annotations.yaml and cannot read it"}}},
 		},
 		{
 			name: "no CSV",
@@ -435,21 +435,21 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []olmv1Want{{validation.RuleBundleFormat, "manifests", []string{"no ClusterServiceVersion in manifests/"}}},
+			want: []olmv1Want{{lint.RuleBundleFormat, "manifests", []string{"no ClusterServiceVersion in manifests/"}}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyBundle(t, efsHead)
 			tt.break_(t, dir)
-			problems := validation.OLMv1(dir)
+			problems := lint.OLMv1(dir)
 			_, noCSV := os.Stat(filepath.Join(dir, csvFile))
 			wanted := map[string]int{}
 			for _, w := range tt.want {
 				wanted[w.rule]++
 				found := false
 				for _, p := range problems {
-					if p.Validator != w.rule || p.File != filepath.Join(dir, w.file) || p.Level != validation.Error {
+					if p.Validator != w.rule || p.File != filepath.Join(dir, w.file) || p.Level != lint.Error {
 						continue
 					}
 					// The CSV names the bundle in every message, when the bundle has one.
@@ -480,7 +480,7 @@ func TestOLMv1BrokenBundles(t *testing.T) {
 			ruleTested[w.rule] = true
 		}
 	}
-	for _, r := range validation.OLMv1Rules {
+	for _, r := range lint.OLMv1Rules {
 		if !ruleTested[r.ID] {
 			t.Errorf("no case breaks the rule %s", r.ID)
 		}
@@ -496,9 +496,9 @@ func TestOLMv1ThroughValidate(t *testing.T) {
 	broken := copyBundle(t, efsHead)
 	editFile(t, filepath.Join(broken, csvFile), "  - supported: true\n    type: AllNamespaces", "  - supported: false\n    type: AllNamespaces")
 	editFile(t, filepath.Join(broken, csvFile), "  - supported: false\n    type: OwnNamespace", "  - supported: true\n    type: OwnNamespace")
-	explain := validation.ExplainerFor(drivers.All())
+	explain := lint.ExplainerFor(drivers.All())
 	var out bytes.Buffer
-	err := (&validation.Validate{Paths: []string{broken, "../manila-csi-driver-operator"}, OLMv1: true, Explain: explain, Out: &out}).Run(context.Background())
+	err := (&lint.Validate{Paths: []string{broken, "../manila-csi-driver-operator"}, OLMv1: true, Explain: explain, Out: &out}).Run(context.Background())
 	if err == nil {
 		t.Fatalf("an OwnNamespace-only bundle passed --olm-v1:\n%s", out.String())
 	}
@@ -513,7 +513,7 @@ func TestOLMv1ThroughValidate(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := (&validation.Validate{Paths: []string{broken}, Explain: explain, Out: &out}).Run(context.Background()); err != nil {
+	if err := (&lint.Validate{Paths: []string{broken}, Explain: explain, Out: &out}).Run(context.Background()); err != nil {
 		t.Errorf("without OLMv1: %v\n%s", err, out.String())
 	}
 }
@@ -522,7 +522,7 @@ func TestOLMv1ThroughValidate(t *testing.T) {
 func TestValidateGoesOnPastAPathWithoutBundles(t *testing.T) {
 	empty := t.TempDir()
 	var out bytes.Buffer
-	err := (&validation.Validate{Paths: []string{empty, efsHead}, OLMv1: true, Explain: validation.ExplainerFor(drivers.All()), Out: &out}).Run(context.Background())
+	err := (&lint.Validate{Paths: []string{empty, efsHead}, OLMv1: true, Explain: lint.ExplainerFor(drivers.All()), Out: &out}).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "1 paths without a bundle") {
 		t.Fatalf("a path without a bundle: err = %v\n%s", err, out.String())
 	}
@@ -550,7 +550,7 @@ func TestOLMv1RulesCiteOperatorController(t *testing.T) {
 		t.Skipf("operator-controller v1.11.0 is not in the module cache: %v", err)
 	}
 	ids := map[string]bool{}
-	for _, r := range validation.OLMv1Rules {
+	for _, r := range lint.OLMv1Rules {
 		if !strings.HasPrefix(r.ID, "olmv1/") || ids[r.ID] {
 			t.Errorf("rule ID %q is not olmv1/<name> or is not unique", r.ID)
 		}
@@ -591,7 +591,7 @@ func TestOLMv1RulesCiteOperatorController(t *testing.T) {
 			continue
 		}
 		fn = strings.TrimSuffix(fn, ",")
-		if !slices.ContainsFunc(validation.OLMv1Rules, func(r validation.Rule) bool { return strings.Contains(r.Upstream, " "+fn) }) {
+		if !slices.ContainsFunc(lint.OLMv1Rules, func(r lint.Rule) bool { return strings.Contains(r.Upstream, " "+fn) }) {
 			t.Errorf("operator-controller runs validators.%s, which no rule cites", fn)
 		}
 	}

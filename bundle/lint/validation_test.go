@@ -1,4 +1,4 @@
-package validation_test
+package lint_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/bundle/validation"
+	"github.com/csi-olm/csi-olm/bundle/lint"
 )
 
 const efsHead = "../aws-efs-operator/4.11.0"
@@ -19,11 +19,11 @@ var committed = []string{
 }
 
 func TestCommittedBundlesAreClean(t *testing.T) {
-	explain := validation.ExplainerFor(drivers.All())
+	explain := lint.ExplainerFor(drivers.All())
 	explained := 0
 	for _, dir := range committed {
-		for _, p := range validation.Bundle(dir, validation.Options{Explain: explain}) {
-			if p.Level == validation.Error || p.Explained == "" {
+		for _, p := range lint.Bundle(dir, lint.Options{Explain: explain}) {
+			if p.Level == lint.Error || p.Explained == "" {
 				t.Errorf("%s", p)
 			} else {
 				explained++
@@ -40,12 +40,12 @@ func TestCommittedBundlesAreClean(t *testing.T) {
 // TestReleaseModeDemandsDigests checks that the committed bundles, which reference release tags,
 // fail a release check on every related image, and only on those.
 func TestReleaseModeDemandsDigests(t *testing.T) {
-	problems := validation.Bundle(efsHead, validation.Options{Explain: validation.ExplainerFor(drivers.All()), Release: true})
+	problems := lint.Bundle(efsHead, lint.Options{Explain: lint.ExplainerFor(drivers.All()), Release: true})
 	var unpinned []string
 	for _, p := range problems {
-		if p.Level == validation.Error && strings.Contains(p.Message, "is not pinned by digest") {
+		if p.Level == lint.Error && strings.Contains(p.Message, "is not pinned by digest") {
 			unpinned = append(unpinned, p.Message)
-		} else if p.Level == validation.Error || p.Explained == "" {
+		} else if p.Level == lint.Error || p.Explained == "" {
 			t.Errorf("unexpected: %s", p)
 		}
 	}
@@ -97,7 +97,7 @@ const csvFile = "manifests/aws-efs-csi-driver-operator.v4.11.0.clusterservicever
 
 type wantProblem struct {
 	file, contains string
-	level          validation.Level
+	level          lint.Level
 }
 
 func TestBrokenBundles(t *testing.T) {
@@ -111,14 +111,14 @@ func TestBrokenBundles(t *testing.T) {
 			break_: func(t *testing.T, dir string) {
 				editFile(t, filepath.Join(dir, "bundle.Dockerfile"), "channels.v1=stable", "channels.v1=fast")
 			},
-			want: []wantProblem{{"bundle.Dockerfile", `LABEL operators.operatorframework.io.bundle.channels.v1="fast,4.11,4.10,4.9" disagrees with metadata/annotations.yaml ("stable,4.11,4.10,4.9")`, validation.Error}},
+			want: []wantProblem{{"bundle.Dockerfile", `LABEL operators.operatorframework.io.bundle.channels.v1="fast,4.11,4.10,4.9" disagrees with metadata/annotations.yaml ("stable,4.11,4.10,4.9")`, lint.Error}},
 		},
 		{
 			name: "dockerfile without a label",
 			break_: func(t *testing.T, dir string) {
 				editFile(t, filepath.Join(dir, "bundle.Dockerfile"), "LABEL operators.operatorframework.io.bundle.package.v1=aws-efs-operator\n", "")
 			},
-			want: []wantProblem{{"bundle.Dockerfile", "LABEL operators.operatorframework.io.bundle.package.v1 is missing", validation.Error}},
+			want: []wantProblem{{"bundle.Dockerfile", "LABEL operators.operatorframework.io.bundle.package.v1 is missing", lint.Error}},
 		},
 		{
 			name: "related image on a moving tag and deployment image not mirrored",
@@ -126,8 +126,8 @@ func TestBrokenBundles(t *testing.T) {
 				editFile(t, filepath.Join(dir, csvFile), "image: quay.io/openshift/origin-kube-rbac-proxy:4.11", "image: quay.io/openshift/origin-kube-rbac-proxy:latest")
 			},
 			want: []wantProblem{
-				{csvFile, `image "quay.io/openshift/origin-kube-rbac-proxy:latest" names the moving tag latest`, validation.Error},
-				{csvFile, "env KUBE_RBAC_PROXY_IMAGE image", validation.Error},
+				{csvFile, `image "quay.io/openshift/origin-kube-rbac-proxy:latest" names the moving tag latest`, lint.Error},
+				{csvFile, "env KUBE_RBAC_PROXY_IMAGE image", lint.Error},
 			},
 		},
 		{
@@ -135,7 +135,7 @@ func TestBrokenBundles(t *testing.T) {
 			break_: func(t *testing.T, dir string) {
 				editFile(t, filepath.Join(dir, csvFile), "- clustercsidrivers/finalizers", `- "*"`)
 			},
-			want: []wantProblem{{csvFile, "wildcard in resources", validation.Error}},
+			want: []wantProblem{{csvFile, "wildcard in resources", lint.Error}},
 		},
 		{
 			name: "malformed manifest",
@@ -145,8 +145,8 @@ func TestBrokenBundles(t *testing.T) {
 				}
 			},
 			want: []wantProblem{
-				{"manifests/extra.yaml", "not a valid manifest", validation.Error},
-				{".", "cannot load the bundle", validation.Error},
+				{"manifests/extra.yaml", "not a valid manifest", lint.Error},
+				{".", "cannot load the bundle", lint.Error},
 			},
 		},
 		{
@@ -156,7 +156,7 @@ func TestBrokenBundles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []wantProblem{{csvFile, `owned CRD "aws-efs.managed.openshift.io/v1alpha1, Kind=SharedVolume" not found`, validation.Error}},
+			want: []wantProblem{{csvFile, `owned CRD "aws-efs.managed.openshift.io/v1alpha1, Kind=SharedVolume" not found`, lint.Error}},
 		},
 		{
 			name: "unknown category and capability",
@@ -165,8 +165,8 @@ func TestBrokenBundles(t *testing.T) {
 				editFile(t, filepath.Join(dir, csvFile), "capabilities: Full Lifecycle", "capabilities: Mostly Works")
 			},
 			want: []wantProblem{
-				{csvFile, `"Filing Cabinets" is not in the set of standard categories`, validation.Error},
-				{csvFile, `"Mostly Works" is not a valid capabilities level`, validation.Error},
+				{csvFile, `"Filing Cabinets" is not in the set of standard categories`, lint.Error},
+				{csvFile, `"Mostly Works" is not a valid capabilities level`, lint.Error},
 			},
 		},
 		{
@@ -176,15 +176,15 @@ func TestBrokenBundles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: []wantProblem{{"metadata/annotations.yaml", "missing: without it OLM knows neither the bundle's package nor its channels", validation.Error}},
+			want: []wantProblem{{"metadata/annotations.yaml", "missing: without it OLM knows neither the bundle's package nor its channels", lint.Error}},
 		},
 	}
-	explain := validation.ExplainerFor(drivers.All())
+	explain := lint.ExplainerFor(drivers.All())
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := copyBundle(t, efsHead)
 			tt.break_(t, dir)
-			problems := validation.Bundle(dir, validation.Options{Explain: explain})
+			problems := lint.Bundle(dir, lint.Options{Explain: explain})
 			for _, w := range tt.want {
 				wantFile := filepath.Join(dir, w.file)
 				found := false
@@ -201,7 +201,7 @@ func TestBrokenBundles(t *testing.T) {
 	}
 }
 
-func list(problems []validation.Problem) string {
+func list(problems []lint.Problem) string {
 	var sb strings.Builder
 	for _, p := range problems {
 		sb.WriteString("  " + p.String() + "\n")
@@ -210,14 +210,14 @@ func list(problems []validation.Problem) string {
 }
 
 func TestDockerfileLabels(t *testing.T) {
-	labels, err := validation.DockerfileLabels(strings.NewReader("FROM scratch\nLABEL a=b\nLABEL c=\"d e\"\nCOPY x /x/\n"))
+	labels, err := lint.DockerfileLabels(strings.NewReader("FROM scratch\nLABEL a=b\nLABEL c=\"d e\"\nCOPY x /x/\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(labels) != 2 || labels["a"] != "b" || labels["c"] != "d e" {
 		t.Errorf("labels = %v", labels)
 	}
-	if _, err := validation.DockerfileLabels(strings.NewReader("LABEL a=b c=d\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := lint.DockerfileLabels(strings.NewReader("LABEL a=b c=d\n")); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Errorf("two labels on one line: err = %v, want one naming line 1", err)
 	}
 }

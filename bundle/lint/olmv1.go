@@ -1,4 +1,4 @@
-package validation
+package lint
 
 // OLM v1 (operator-controller) installs a registry+v1 bundle only within limits that OLM v0 does
 // not have. OLMv1 checks a bundle directory against those of operator-controller v1.11.0, each
