@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
-	bundlegenerate "github.com/csi-olm/csi-olm/bundle/generate"
-	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
+	"github.com/csi-olm/csi-olm/bundle/generate"
 	"github.com/csi-olm/csi-olm/catalog/mirror"
+	"github.com/csi-olm/csi-olm/catalog/render"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
@@ -94,7 +94,7 @@ func (r *Release) Run(ctx context.Context) error {
 		return err
 	}
 	bundles := filepath.Join(staging, "bundle")
-	gen := bundlegenerate.Generate{OutputDir: bundles, Operators: operators, Release: true, Out: io.Discard}
+	gen := generate.Generate{OutputDir: bundles, Operators: operators, Release: true, Out: io.Discard}
 	if err := gen.Run(ctx); err != nil {
 		return fmt.Errorf("the pinned bundles, nothing was written: %w", err)
 	}
@@ -103,7 +103,7 @@ func (r *Release) Run(ctx context.Context) error {
 		return fmt.Errorf("nothing was written: %w", err)
 	}
 	catalogs := filepath.Join(staging, "catalog")
-	cat := cataloggenerate.Generate{BundleDir: bundles, OutputDir: catalogs, BundleImages: bundleImages, Operators: operators, Out: io.Discard}
+	cat := render.Generate{BundleDir: bundles, OutputDir: catalogs, BundleImages: bundleImages, Operators: operators, Out: io.Discard}
 	if err := cat.Run(ctx); err != nil {
 		return fmt.Errorf("the published catalogs, nothing was written: %w", err)
 	}

@@ -32,7 +32,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/lint"
-	cataloggenerate "github.com/csi-olm/csi-olm/catalog/generate"
+	"github.com/csi-olm/csi-olm/catalog/render"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/images"
@@ -303,7 +303,7 @@ func testPins(t *testing.T, b *bed) {
 				if err != nil {
 					t.Fatalf("opm render %s: %v", bundle.Image, stderr(err))
 				}
-				mine, err := cataloggenerate.RenderBundle(dir, bundle.Image)
+				mine, err := render.RenderBundle(dir, bundle.Image)
 				if err != nil {
 					t.Fatal(err)
 				}

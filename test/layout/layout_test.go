@@ -135,7 +135,7 @@ func TestImportRule(t *testing.T) {
 		ok       bool
 	}{
 		{"cmd/csi-olm/bundle", "bundle/generate", true},
-		{"catalog/generate", "bundle/definition", true},
+		{"catalog/render", "bundle/definition", true},
 		{"operator", "sharedvolume/controller", true},
 		{"migrate/cso", "internal/names/ebs", true},
 		{"bundle/drivers/efs", "sharedvolume/crd", true},

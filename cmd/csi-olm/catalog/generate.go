@@ -4,11 +4,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers"
-	"github.com/csi-olm/csi-olm/catalog/generate"
+	"github.com/csi-olm/csi-olm/catalog/render"
 )
 
 func newGenerate() *cobra.Command {
-	g := &generate.Generate{}
+	g := &render.Generate{}
 	cmd := &cobra.Command{
 		Use:   "generate",
 		Short: "Write the community and certified file-based catalogs",

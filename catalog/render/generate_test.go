@@ -1,4 +1,4 @@
-package generate_test
+package render_test
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/registryv1"
-	"github.com/csi-olm/csi-olm/catalog/generate"
+	"github.com/csi-olm/csi-olm/catalog/render"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
@@ -42,7 +42,7 @@ func run(t *testing.T, name string, args ...string) []byte {
 
 func generateTo(t *testing.T, out, bundleImage string, ops []definition.Operator) error {
 	t.Helper()
-	g := &generate.Generate{BundleDir: bundleDir, OutputDir: out, BundleImage: bundleImage, Operators: ops, Out: &bytes.Buffer{}}
+	g := &render.Generate{BundleDir: bundleDir, OutputDir: out, BundleImage: bundleImage, Operators: ops, Out: &bytes.Buffer{}}
 	return g.Run(context.Background())
 }
 
@@ -72,7 +72,7 @@ func TestGenerateMatchesCommittedCatalogs(t *testing.T) {
 		}
 		trees[top][rest] = content
 	}
-	const how = "run `make catalog` or `go test ./catalog/generate -update`"
+	const how = "run `make catalog` or `go test ./catalog/render -update`"
 	for top, files := range trees {
 		testutil.CheckGoldenTree(t, filepath.Join("..", top), files, *update, how)
 	}
@@ -188,7 +188,7 @@ func TestRenderMatchesOpm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := generate.RenderBundle(dir, "")
+			got, err := render.RenderBundle(dir, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,12 +214,12 @@ func TestDockerfileMatchesOpm(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(root, "v4.11"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run(t, opm, "generate", "dockerfile", filepath.Join(root, "v4.11"), "-i", generate.OpmImage, "-b", generate.OpmImage)
+	run(t, opm, "generate", "dockerfile", filepath.Join(root, "v4.11"), "-i", render.OpmImage, "-b", render.OpmImage)
 	want, err := os.ReadFile(filepath.Join(root, "v4.11.Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := generate.Dockerfile("v4.11", generate.OpmImage, generate.OpmImage); !bytes.Equal(got, want) {
+	if got := render.Dockerfile("v4.11", render.OpmImage, render.OpmImage); !bytes.Equal(got, want) {
 		t.Errorf("Dockerfile differs from opm's:\n--- opm\n%s\n--- ours\n%s", want, got)
 	}
 }
@@ -236,8 +236,8 @@ func TestOpmImageIsTheModulesOperatorRegistry(t *testing.T) {
 	}
 	for _, req := range mod.Require {
 		if req.Mod.Path == "github.com/operator-framework/operator-registry" {
-			if !strings.HasSuffix(generate.OpmImage, ":"+req.Mod.Version) {
-				t.Errorf("OpmImage %s does not match operator-registry %s", generate.OpmImage, req.Mod.Version)
+			if !strings.HasSuffix(render.OpmImage, ":"+req.Mod.Version) {
+				t.Errorf("OpmImage %s does not match operator-registry %s", render.OpmImage, req.Mod.Version)
 			}
 			return
 		}

@@ -1,4 +1,4 @@
-package generate_test
+package render_test
 
 import (
 	"path/filepath"

@@ -1,6 +1,6 @@
 // Package generate is the `csi-olm catalog generate` verb: it builds the community and certified
 // file-based catalogs from the operator definitions and the generated bundle directories.
-package generate
+package render
 
 import (
 	"bytes"
