@@ -30,8 +30,8 @@ LDFLAGS := -X github.com/csi-olm/csi-olm/internal/version.version=$(VERSION) \
 # API packages and the directories their CRDs are generated into: <types>=<crd dir>.
 APIS := sharedvolume/api/v1alpha1=sharedvolume/crd \
 	bundle/drivers/communityefs/v1alpha1=bundle/drivers/communityefs/crd \
-	bundle/drivers/ebs/v1alpha1=bundle/drivers/ebs/crd \
-	bundle/drivers/manila/v1alpha1=bundle/drivers/manila/crd
+	bundle/drivers/ebsdriver/v1alpha1=bundle/drivers/ebsdriver/crd \
+	bundle/drivers/maniladriver/v1alpha1=bundle/drivers/maniladriver/crd
 API_SOURCES := $(filter-out %/zz_generated.deepcopy.go,$(foreach api,$(APIS),$(wildcard $(firstword $(subst =, ,$(api)))/*.go)))
 GENERATED_STAMP := $(BIN)/.generated
 

@@ -22,8 +22,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
-	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
+	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 

@@ -4,13 +4,13 @@ package drivers
 import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs"
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebs"
-	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
-	"github.com/csi-olm/csi-olm/bundle/drivers/manila"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver"
+	"github.com/csi-olm/csi-olm/bundle/drivers/efsdriver"
+	"github.com/csi-olm/csi-olm/bundle/drivers/maniladriver"
 )
 
 // All returns every operator definition, community first. Each call returns fresh values, so a
 // caller may change them.
 func All() []definition.Operator {
-	return []definition.Operator{communityefs.Operator(), efs.Operator(), ebs.Operator(), manila.Operator()}
+	return []definition.Operator{communityefs.Operator(), efsdriver.Operator(), ebsdriver.Operator(), maniladriver.Operator()}
 }

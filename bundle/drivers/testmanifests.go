@@ -3,7 +3,7 @@ package drivers
 import (
 	"path"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
+	"github.com/csi-olm/csi-olm/bundle/drivers/efsdriver"
 	"github.com/csi-olm/csi-olm/bundle/testmanifest"
 )
 
@@ -12,6 +12,6 @@ import (
 // definition. Each call returns fresh values.
 func TestManifests() map[string]testmanifest.Manifest {
 	return map[string]testmanifest.Manifest{
-		path.Join("drivers/efs", efs.TestManifestFile): efs.TestManifest(),
+		path.Join("drivers/efs", efsdriver.TestManifestFile): efsdriver.TestManifest(),
 	}
 }

@@ -59,7 +59,7 @@ type Capability string
 
 // The names of upstream's storageframework.Cap* constants (test/e2e/storage/framework,
 // testdriver.go, v1.36.3). storage-manifest-check rejects any other key, and
-// bundle/drivers/efs's tests run it on a manifest that sets every one of these.
+// bundle/drivers/efsdriver's tests run it on a manifest that sets every one of these.
 const (
 	CapPersistence                    Capability = "persistence"
 	CapBlock                          Capability = "block"

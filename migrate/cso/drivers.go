@@ -10,8 +10,8 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
-	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
+	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/names/ebs"
 	"github.com/csi-olm/csi-olm/internal/names/manila"
 )

@@ -14,8 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
-	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
+	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/names/ebs"
 	"github.com/csi-olm/csi-olm/internal/names/manila"
 	"github.com/csi-olm/csi-olm/internal/olm"

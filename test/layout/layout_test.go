@@ -138,7 +138,7 @@ func TestImportRule(t *testing.T) {
 		{"catalog/render", "bundle/definition", true},
 		{"operator", "sharedvolume/controller", true},
 		{"migrate/cso", "internal/names/ebs", true},
-		{"bundle/drivers/efs", "sharedvolume/crd", true},
+		{"bundle/drivers/efsdriver", "sharedvolume/crd", true},
 		{"test/e2e", "cmd/csi-olm", true},
 		{"bundle/generate", "cmd/csi-olm/bundle", false},
 		{"operator/releasefinalizer", "test/fixture", false},

@@ -14,7 +14,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
 	sv "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
-	names "github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 const description = `Management of AWS EFS read-write-many mounts.
@@ -27,8 +27,8 @@ The operator also installs the AWS EFS CSI driver node DaemonSet, CSIDriver and 
 // Operator returns the community EFS operator definition.
 func Operator() definition.Operator {
 	return definition.Operator{
-		Package:      names.Package,
-		CSVPrefix:    names.CommunityOperatorName,
+		Package:      efs.Package,
+		CSVPrefix:    efs.CommunityOperatorName,
 		Catalog:      definition.Community,
 		DisplayName:  "AWS EFS Operator",
 		Summary:      "Management of AWS EFS read-write-many mounts.",
@@ -52,7 +52,7 @@ func Operator() definition.Operator {
 		InstallModes:           []v1alpha1.InstallModeType{v1alpha1.InstallModeTypeAllNamespaces},
 
 		OwnedCRDs: []definition.OwnedCRD{{
-			Name:        names.SharedVolumeCRD,
+			Name:        efs.SharedVolumeCRD,
 			Version:     "v1alpha1",
 			Kind:        "SharedVolume",
 			DisplayName: "Shared Volume",
@@ -65,7 +65,7 @@ func Operator() definition.Operator {
 			},
 		}},
 
-		ServiceAccount: names.CommunityOperatorName,
+		ServiceAccount: efs.CommunityOperatorName,
 		// The field's ClusterRole used wildcards; this is the same access listed verb by verb.
 		ClusterRules: []rbacv1.PolicyRule{
 			definition.Rule([]string{""}, []string{"persistentvolumes", "persistentvolumeclaims", "serviceaccounts"}, definition.ReadWrite),
@@ -73,7 +73,7 @@ func Operator() definition.Operator {
 			definition.Rule([]string{""}, []string{"pods"}, []string{"get"}),
 			definition.Rule([]string{"apps"}, []string{"daemonsets"}, definition.ReadWrite),
 			definition.Rule([]string{"apps"}, []string{"deployments", "replicasets"}, []string{"get"}),
-			definition.Rule([]string{"apps"}, []string{"deployments/finalizers"}, []string{"update"}, names.CommunityOperatorName),
+			definition.Rule([]string{"apps"}, []string{"deployments/finalizers"}, []string{"update"}, efs.CommunityOperatorName),
 			definition.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors"}, []string{"get", "create"}),
 			definition.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
 			definition.Rule([]string{"aws-efs.managed.openshift.io"}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
@@ -87,7 +87,7 @@ func Operator() definition.Operator {
 			"certified catalog (same package and channel): the supported AWS EFS CSI Driver Operator replaces it and, once " +
 			"ClusterCSIDriver efs.csi.aws.com is created, adopts the running driver in place. SharedVolumes keep working.",
 
-		DeploymentName: names.CommunityOperatorName,
+		DeploymentName: efs.CommunityOperatorName,
 		Deployment:     deployment,
 		Releases: []definition.Release{
 			release("0.0.6", "", "2020-06-02T00:00:00Z"),
@@ -114,16 +114,16 @@ func release(version, replaces, createdAt string) definition.Release {
 
 func deployment(r definition.Release) appsv1.DeploymentSpec {
 	return definition.OperatorPod{
-		Labels:         map[string]string{"name": names.CommunityOperatorName},
-		ServiceAccount: names.CommunityOperatorName,
-		Container:      names.CommunityOperatorName,
+		Labels:         map[string]string{"name": efs.CommunityOperatorName},
+		ServiceAccount: efs.CommunityOperatorName,
+		Container:      efs.CommunityOperatorName,
 		Image:          r.OperatorImage,
-		Command:        []string{names.CommunityOperatorName},
+		Command:        []string{efs.CommunityOperatorName},
 		Env: []corev1.EnvVar{
 			{Name: "WATCH_NAMESPACE", Value: ""},
 			definition.FieldEnv("POD_NAME", "metadata.name"),
 			definition.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
-			{Name: "OPERATOR_NAME", Value: names.CommunityOperatorName},
+			{Name: "OPERATOR_NAME", Value: efs.CommunityOperatorName},
 		},
 		CPU:    "10m",
 		Memory: "64Mi",

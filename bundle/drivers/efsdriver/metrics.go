@@ -1,4 +1,4 @@
-package efs
+package efsdriver
 
 import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
-	names "github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 // servingCertDir is where library-go's controllercmd looks for a serving certificate; without
@@ -29,34 +29,34 @@ const (
 // ClusterCSIDriver: the AWSEFSDriverNotEnabled alert is about the time without it. They name the
 // suggested namespace, because the certificate's name does and a bundle cannot template it.
 func metricsManifests(namespace string) []runtime.Object {
-	labels := map[string]string{"app": names.OperatorMetricsService}
+	labels := map[string]string{"app": efs.OperatorMetricsService}
 	return []runtime.Object{
 		&corev1.Service{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name:        names.OperatorMetricsService,
+				Name:        efs.OperatorMetricsService,
 				Labels:      labels,
-				Annotations: map[string]string{"service.beta.openshift.io/serving-cert-secret-name": names.OperatorMetricsSecret},
+				Annotations: map[string]string{"service.beta.openshift.io/serving-cert-secret-name": efs.OperatorMetricsSecret},
 			},
 			Spec: corev1.ServiceSpec{
 				Selector: operatorPodSelector,
 				Ports: []corev1.ServicePort{{
-					Name: names.OperatorMetricsPortName, Port: names.OperatorMetricsPort, Protocol: corev1.ProtocolTCP,
-					TargetPort: intstr.FromString(names.OperatorMetricsPortName),
+					Name: efs.OperatorMetricsPortName, Port: efs.OperatorMetricsPort, Protocol: corev1.ProtocolTCP,
+					TargetPort: intstr.FromString(efs.OperatorMetricsPortName),
 				}},
 			},
 		},
 		&monitoringv1.ServiceMonitor{
 			TypeMeta:   metav1.TypeMeta{APIVersion: monitoringv1.SchemeGroupVersion.String(), Kind: monitoringv1.ServiceMonitorsKind},
-			ObjectMeta: metav1.ObjectMeta{Name: names.OperatorName},
+			ObjectMeta: metav1.ObjectMeta{Name: efs.OperatorName},
 			Spec: monitoringv1.ServiceMonitorSpec{
 				Selector: metav1.LabelSelector{MatchLabels: labels},
 				Endpoints: []monitoringv1.Endpoint{{
-					Port: names.OperatorMetricsPortName, Scheme: "https", Path: "/metrics", Interval: "30s",
+					Port: efs.OperatorMetricsPortName, Scheme: "https", Path: "/metrics", Interval: "30s",
 					BearerTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
 					TLSConfig: &monitoringv1.TLSConfig{
 						CAFile:        serviceCAFile,
-						SafeTLSConfig: monitoringv1.SafeTLSConfig{ServerName: ptr.To(names.OperatorMetricsService + "." + namespace + ".svc")},
+						SafeTLSConfig: monitoringv1.SafeTLSConfig{ServerName: ptr.To(efs.OperatorMetricsService + "." + namespace + ".svc")},
 					},
 				}},
 			},
@@ -64,13 +64,13 @@ func metricsManifests(namespace string) []runtime.Object {
 		// Prometheus discovers targets through the Service's endpoints and pods.
 		&rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
-			ObjectMeta: metav1.ObjectMeta{Name: names.OperatorName + "-prometheus"},
+			ObjectMeta: metav1.ObjectMeta{Name: efs.OperatorName + "-prometheus"},
 			Rules:      []rbacv1.PolicyRule{definition.Rule([]string{""}, []string{"services", "endpoints", "pods"}, definition.ReadOnly)},
 		},
 		&rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
-			ObjectMeta: metav1.ObjectMeta{Name: names.OperatorName + "-prometheus"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: names.OperatorName + "-prometheus"},
+			ObjectMeta: metav1.ObjectMeta{Name: efs.OperatorName + "-prometheus"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: efs.OperatorName + "-prometheus"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: prometheusSA, Namespace: monitoringNamespace}},
 		},
 	}
@@ -83,7 +83,7 @@ func metricsManifests(namespace string) []runtime.Object {
 func networkPolicy(podLabels map[string]string) *networkingv1.NetworkPolicy {
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: names.OperatorName},
+		ObjectMeta: metav1.ObjectMeta{Name: efs.OperatorName},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: podLabels},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
@@ -91,7 +91,7 @@ func networkPolicy(podLabels map[string]string) *networkingv1.NetworkPolicy {
 				From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
 					MatchLabels: map[string]string{corev1.LabelMetadataName: monitoringNamespace},
 				}}},
-				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(names.OperatorMetricsPort))}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(efs.OperatorMetricsPort))}},
 			}},
 			Egress: []networkingv1.NetworkPolicyEgressRule{{}},
 		},
@@ -103,9 +103,9 @@ func networkPolicy(podLabels map[string]string) *networkingv1.NetworkPolicy {
 // it, rather than start on a self-signed certificate that library-go would restart the process
 // to replace. library-go also restarts it when the certificate rotates.
 func metricsPod(p definition.OperatorPod) definition.OperatorPod {
-	p.Ports = []corev1.ContainerPort{{Name: names.OperatorMetricsPortName, ContainerPort: names.OperatorMetricsPort, Protocol: corev1.ProtocolTCP}}
+	p.Ports = []corev1.ContainerPort{{Name: efs.OperatorMetricsPortName, ContainerPort: efs.OperatorMetricsPort, Protocol: corev1.ProtocolTCP}}
 	p.Volumes = []corev1.Volume{{Name: "metrics-serving-cert", VolumeSource: corev1.VolumeSource{
-		Secret: &corev1.SecretVolumeSource{SecretName: names.OperatorMetricsSecret},
+		Secret: &corev1.SecretVolumeSource{SecretName: efs.OperatorMetricsSecret},
 	}}}
 	p.VolumeMounts = []corev1.VolumeMount{{Name: "metrics-serving-cert", MountPath: servingCertDir, ReadOnly: true}}
 	return p

@@ -3,8 +3,8 @@ package crd_test
 import (
 	"testing"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/manila/crd"
-	"github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/crd"
+	"github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 

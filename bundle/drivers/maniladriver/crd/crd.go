@@ -4,7 +4,7 @@ package crd
 import (
 	_ "embed"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/crdschema"
 )
 

@@ -4,7 +4,7 @@ package crd
 import (
 	_ "embed"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/crdschema"
 )
 

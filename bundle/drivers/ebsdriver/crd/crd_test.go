@@ -3,8 +3,8 @@ package crd_test
 import (
 	"testing"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/crd"
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/crd"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
 

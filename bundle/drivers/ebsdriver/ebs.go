@@ -1,6 +1,6 @@
 // Package ebs defines the OLM-era (4.5) AWS EBS CSI driver operator. csi-olm ships it so that
 // clusters still running it can be migrated to the cluster-storage-operator (`csi-olm migrate cso`).
-package ebs
+package ebsdriver
 
 import (
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -11,26 +11,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebs/crd"
-	api "github.com/csi-olm/csi-olm/bundle/drivers/ebs/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/crd"
+	api "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
-	names "github.com/csi-olm/csi-olm/internal/names/ebs"
+	"github.com/csi-olm/csi-olm/internal/names/ebs"
 )
 
 const description = `Operator to install and maintain the AWS EBS CSI Driver on a cluster.
 
 **Technology Preview.** Create the ` + "`AWSEBSDriver`" + ` named ` + "`cluster`" + ` to deploy the driver into
-the ` + "`" + names.OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator
-manages this driver through ClusterCSIDriver ` + "`" + names.CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver ebs`" + `
+the ` + "`" + ebs.OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator
+manages this driver through ClusterCSIDriver ` + "`" + ebs.CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver ebs`" + `
 to hand it over.
 `
 
 // Operator returns the AWS EBS operator definition.
 func Operator() definition.Operator {
 	return definition.Operator{
-		Package:      names.Package,
-		CSVPrefix:    names.OperatorName,
+		Package:      ebs.Package,
+		CSVPrefix:    ebs.OperatorName,
 		Catalog:      definition.Certified,
 		DisplayName:  "AWS EBS CSI Operator",
 		Summary:      "Operator to install and maintain the AWS EBS CSI Driver on a cluster.",
@@ -45,7 +45,7 @@ func Operator() definition.Operator {
 		Repository:   "https://github.com/openshift/aws-ebs-csi-driver-operator",
 		Support:      "Red Hat",
 
-		SuggestedNamespace:     names.OperatorNamespace,
+		SuggestedNamespace:     ebs.OperatorNamespace,
 		InfrastructureFeatures: []definition.InfrastructureFeature{definition.CSI},
 		OpenShiftVersions:      "=v4.5",
 		Architectures:          []string{"amd64"},
@@ -67,7 +67,7 @@ func Operator() definition.Operator {
 			},
 		}},
 
-		ServiceAccount: names.OperatorName,
+		ServiceAccount: ebs.OperatorName,
 		// The operator runs its driver in another namespace that it creates, so its operand
 		// permissions are cluster-wide.
 		ClusterRules: rules.Join(
@@ -86,7 +86,7 @@ func Operator() definition.Operator {
 			},
 		),
 
-		DeploymentName: names.OperatorName,
+		DeploymentName: ebs.OperatorName,
 		Deployment:     deployment,
 		Releases: []definition.Release{{
 			Version: "4.5.0", Channels: []string{"preview"}, Maturity: "preview", TechPreview: true,
@@ -112,13 +112,13 @@ func Operator() definition.Operator {
 
 func deployment(r definition.Release) appsv1.DeploymentSpec {
 	return definition.OperatorPod{
-		Labels:         map[string]string{"name": names.OperatorName},
-		ServiceAccount: names.OperatorName,
-		Container:      names.OperatorName,
+		Labels:         map[string]string{"name": ebs.OperatorName},
+		ServiceAccount: ebs.OperatorName,
+		Container:      ebs.OperatorName,
 		Image:          r.OperatorImage,
 		Args:           []string{"start"},
 		Env: append([]corev1.EnvVar{
-			{Name: "OPERATOR_NAME", Value: names.OperatorName},
+			{Name: "OPERATOR_NAME", Value: ebs.OperatorName},
 			definition.FieldEnv("POD_NAME", "metadata.name"),
 		}, r.ImageEnv()...),
 		CPU:           "10m",

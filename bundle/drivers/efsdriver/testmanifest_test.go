@@ -1,4 +1,4 @@
-package efs_test
+package efsdriver_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/efs"
+	"github.com/csi-olm/csi-olm/bundle/drivers/efsdriver"
 	"github.com/csi-olm/csi-olm/bundle/testmanifest"
 	"github.com/csi-olm/csi-olm/test/testutil"
 )
@@ -18,12 +18,12 @@ import (
 var update = flag.Bool("update", false, "rewrite the committed test manifest (as `make bundle` does)")
 
 func TestTestManifestIsCurrent(t *testing.T) {
-	got, err := efs.TestManifest().YAML()
+	got, err := efsdriver.TestManifest().YAML()
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.CheckGolden(t, ".", map[string]string{efs.TestManifestFile: string(got)}, *update,
-		"run `make bundle` or `go test ./bundle/drivers/efs -run TestTestManifestIsCurrent -update`")
+	testutil.CheckGolden(t, ".", map[string]string{efsdriver.TestManifestFile: string(got)}, *update,
+		"run `make bundle` or `go test ./bundle/drivers/efsdriver -run TestTestManifestIsCurrent -update`")
 }
 
 // checkManifest runs storage-manifest-check on content, written to a file in dir, and returns
@@ -46,12 +46,12 @@ func checkManifest(t *testing.T, checker, dir, content string) (bool, string) {
 // lacks; every Capability constant is a capability upstream knows.
 func TestTestManifestPassesUpstreamLoader(t *testing.T) {
 	checker := testutil.StorageManifestCheck(t)
-	out, err := exec.Command(checker, efs.TestManifestFile).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), efs.TestManifestFile+": ok") {
-		t.Fatalf("storage-manifest-check %s: %v\n%s", efs.TestManifestFile, err, out)
+	out, err := exec.Command(checker, efsdriver.TestManifestFile).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), efsdriver.TestManifestFile+": ok") {
+		t.Fatalf("storage-manifest-check %s: %v\n%s", efsdriver.TestManifestFile, err, out)
 	}
 
-	every := efs.TestManifest()
+	every := efsdriver.TestManifest()
 	every.DriverInfo.Capabilities = map[testmanifest.Capability]bool{}
 	for _, c := range testmanifest.Capabilities() {
 		every.DriverInfo.Capabilities[c] = false
@@ -70,7 +70,7 @@ func TestTestManifestPassesUpstreamLoader(t *testing.T) {
 // mistake.
 func TestStorageManifestCheckRejectsTypos(t *testing.T) {
 	checker := testutil.StorageManifestCheck(t)
-	shipped, err := os.ReadFile(efs.TestManifestFile)
+	shipped, err := os.ReadFile(efsdriver.TestManifestFile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,12 @@
-package efs
+package efsdriver
 
 import (
 	"github.com/csi-olm/csi-olm/bundle/testmanifest"
-	names "github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
 
 // TestManifestFile is where `csi-olm bundle generate` writes TestManifest, relative to this
-// package's directory (bundle/drivers/efs/testing/manifest.yaml, as OpenShift's EFS operator keeps
+// package's directory (bundle/drivers/efsdriver/testing/manifest.yaml, as OpenShift's EFS operator keeps
 // its own in assets/testing/manifest.yaml).
 const TestManifestFile = "testing/manifest.yaml"
 
@@ -31,7 +31,7 @@ none; its parameters name the file system), e.g.
 		StorageClass: testmanifest.ClassSource{FromExistingClassName: StorageClassPlaceholder},
 		// No SnapshotClass: the driver takes no snapshots, so there is no class to name.
 		DriverInfo: testmanifest.DriverInfo{
-			Name: names.DriverName,
+			Name: efs.DriverName,
 			// EFS file systems are elastic; the driver accepts any requested size.
 			SupportedSizeRange: testmanifest.SizeRange{Min: "1Gi", Max: "64Ti"},
 			Capabilities: map[testmanifest.Capability]bool{

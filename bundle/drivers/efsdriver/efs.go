@@ -2,7 +2,7 @@
 //
 // It is published in package aws-efs-operator, the community operator's package, so that a
 // community install upgrades to it by switching only its Subscription's source (docs/architecture.md#upgrades).
-package efs
+package efsdriver
 
 import (
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -15,7 +15,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
-	names "github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	svcrd "github.com/csi-olm/csi-olm/sharedvolume/crd"
 )
@@ -131,7 +131,7 @@ Removing the operator itself leaves the driver and every volume working.
 
 // operatorPodSelector selects the operator's pod: the Deployment's selector, the metrics
 // Service's and the NetworkPolicy's.
-var operatorPodSelector = map[string]string{"app": names.OperatorName}
+var operatorPodSelector = map[string]string{"app": efs.OperatorName}
 
 // suggestedNamespace is where OpenShift's storage operators run.
 const suggestedNamespace = "openshift-cluster-csi-drivers"
@@ -147,8 +147,8 @@ func Operator() definition.Operator {
 	}
 	keepMinorChannels(releases)
 	return definition.Operator{
-		Package:      names.Package,
-		CSVPrefix:    names.OperatorName,
+		Package:      efs.Package,
+		CSVPrefix:    efs.OperatorName,
 		Catalog:      definition.Certified,
 		DisplayName:  "AWS EFS CSI Driver Operator",
 		Summary:      "Install and manage the AWS EFS CSI driver, and give app teams shared EFS volumes.",
@@ -187,11 +187,11 @@ func Operator() definition.Operator {
 		NativeAPIs: []metav1.GroupVersionKind{{Group: "operator.openshift.io", Version: "v1", Kind: "ClusterCSIDriver"}},
 		InitializationResource: &operatorv1.ClusterCSIDriver{
 			TypeMeta:   metav1.TypeMeta{APIVersion: operatorv1.GroupVersion.String(), Kind: "ClusterCSIDriver"},
-			ObjectMeta: metav1.ObjectMeta{Name: names.CRName},
+			ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
 			Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
 		},
 
-		ServiceAccount: names.OperatorName,
+		ServiceAccount: efs.OperatorName,
 		ClusterRules: rules.Join(
 			rules.OwnCR("operator.openshift.io", "clustercsidrivers"),
 			rules.ClusterOperands(),
@@ -204,7 +204,7 @@ func Operator() definition.Operator {
 				rules.CredentialsRequests(),
 				rules.UseSCC("privileged"),
 				// The community operator's SCC is removed once its driver is adopted.
-				definition.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, names.CommunitySCC),
+				definition.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, efs.CommunitySCC),
 				// A community node plugin left in another namespace is found, never touched.
 				definition.Rule([]string{"apps"}, []string{"daemonsets"}, []string{"list"}),
 				// SharedVolumes create claims in the app teams' namespaces; the allow-list is
@@ -220,12 +220,12 @@ func Operator() definition.Operator {
 				// The removal fence (a ValidatingAdmissionPolicy and its binding) refuses new uses
 				// of EFS volumes while the driver is removed. Creating one cannot be limited by name.
 				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
-				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, names.RemovalFence),
+				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, efs.RemovalFence),
 				// New SharedVolumes get their finalizer from a MutatingAdmissionPolicy (one
 				// write less each) while OLM's ClusterRole for this CSV exists: the API server
 				// lets the operator bind it to ClusterRoles, which it may read already.
 				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"create"}),
-				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"patch"}, names.SharedVolumeFinalizerPolicy),
+				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"mutatingadmissionpolicies", "mutatingadmissionpolicybindings"}, []string{"patch"}, efs.SharedVolumeFinalizerPolicy),
 				// Community driver objects carry an ownerReference to this CRD; its UID
 				// identifies them for adoption.
 				definition.Rule([]string{"apiextensions.k8s.io"}, []string{"customresourcedefinitions"}, []string{"get"}, "sharedvolumes.aws-efs.managed.openshift.io"),
@@ -241,7 +241,7 @@ func Operator() definition.Operator {
 
 		Manifests:         append(metricsManifests(suggestedNamespace), networkPolicy(operatorPodSelector)),
 		ClusterMonitoring: true,
-		DeploymentName:    names.OperatorName,
+		DeploymentName:    efs.OperatorName,
 		Deployment:        deployment,
 		Releases:          releases,
 		Waivers:           minorChannelWaivers(releases),
@@ -310,11 +310,11 @@ func links() []v1alpha1.AppLink {
 // and, from 4.21, declares the next minor as its olm.maxOpenShiftVersion.
 func images(driver, ocp string) []definition.Image {
 	return []definition.Image{
-		{Name: "aws-efs-csi-driver", Env: names.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver:" + driver},
-		{Name: "csi-external-provisioner", Env: names.ProvisionerImageEnv, Ref: "quay.io/openshift/origin-csi-external-provisioner:" + ocp},
-		{Name: "csi-node-driver-registrar", Env: names.RegistrarImageEnv, Ref: "quay.io/openshift/origin-csi-node-driver-registrar:" + ocp},
-		{Name: "csi-livenessprobe", Env: names.LivenessProbeImageEnv, Ref: "quay.io/openshift/origin-csi-livenessprobe:" + ocp},
-		{Name: "kube-rbac-proxy", Env: names.KubeRBACProxyImageEnv, Ref: "quay.io/openshift/origin-kube-rbac-proxy:" + ocp},
+		{Name: "aws-efs-csi-driver", Env: efs.DriverImageEnv, Ref: "quay.io/csi-olm/aws-efs-csi-driver:" + driver},
+		{Name: "csi-external-provisioner", Env: efs.ProvisionerImageEnv, Ref: "quay.io/openshift/origin-csi-external-provisioner:" + ocp},
+		{Name: "csi-node-driver-registrar", Env: efs.RegistrarImageEnv, Ref: "quay.io/openshift/origin-csi-node-driver-registrar:" + ocp},
+		{Name: "csi-livenessprobe", Env: efs.LivenessProbeImageEnv, Ref: "quay.io/openshift/origin-csi-livenessprobe:" + ocp},
+		{Name: "kube-rbac-proxy", Env: efs.KubeRBACProxyImageEnv, Ref: "quay.io/openshift/origin-kube-rbac-proxy:" + ocp},
 	}
 }
 
@@ -329,15 +329,15 @@ func deployment(r definition.Release) appsv1.DeploymentSpec {
 			"openshift.storage.network-policy.api-server":             "allow",
 			"openshift.storage.network-policy.operator-metrics-range": "allow",
 		},
-		ServiceAccount: names.OperatorName,
-		Container:      names.OperatorName,
+		ServiceAccount: efs.OperatorName,
+		Container:      efs.OperatorName,
 		Image:          r.OperatorImage,
 		Args:           []string{"start", "-v=2"},
 		Env: append([]corev1.EnvVar{
 			definition.FieldEnv("POD_NAME", "metadata.name"),
 			// The operator deploys the driver into its own namespace.
 			definition.FieldEnv("OPERATOR_NAMESPACE", "metadata.namespace"),
-			{Name: "OPERATOR_NAME", Value: names.OperatorName},
+			{Name: "OPERATOR_NAME", Value: efs.OperatorName},
 			{Name: "OPERATOR_IMAGE_VERSION", Value: r.Version},
 			{Name: "OPERAND_IMAGE_VERSION", Value: r.Version},
 		}, r.ImageEnv()...),

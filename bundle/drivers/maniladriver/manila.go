@@ -1,7 +1,7 @@
 // Package manila defines the OLM-era (4.5) OpenStack Manila CSI driver operator. csi-olm ships
 // it so that clusters still running it can be migrated to the cluster-storage-operator
 // (`csi-olm migrate cso`).
-package manila
+package maniladriver
 
 import (
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -14,9 +14,9 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
-	"github.com/csi-olm/csi-olm/bundle/drivers/manila/crd"
-	api "github.com/csi-olm/csi-olm/bundle/drivers/manila/v1alpha1"
-	names "github.com/csi-olm/csi-olm/internal/names/manila"
+	"github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/crd"
+	api "github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
+	"github.com/csi-olm/csi-olm/internal/names/manila"
 )
 
 const description = `The CSI Manila driver is able to create and mount OpenStack Manila shares along with
@@ -27,16 +27,16 @@ stateful applications. CSI driver Manila documentation is available
 [here](https://github.com/kubernetes/cloud-provider-openstack/blob/master/docs/using-manila-csi-plugin.md).
 
 Create the ` + "`ManilaDriver`" + ` named ` + "`cluster`" + ` to deploy the driver into the
-` + "`" + names.OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator manages
-this driver through ClusterCSIDriver ` + "`" + names.CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver manila`" + `
+` + "`" + manila.OperandNamespace + "`" + ` namespace. From OpenShift 4.6 on, the cluster-storage-operator manages
+this driver through ClusterCSIDriver ` + "`" + manila.CSIDriver + "`" + `; run ` + "`csi-olm migrate cso --driver manila`" + `
 to hand it over.
 `
 
 // Operator returns the OpenStack Manila operator definition.
 func Operator() definition.Operator {
 	return definition.Operator{
-		Package:     names.Package,
-		CSVPrefix:   names.CSVPrefix,
+		Package:     manila.Package,
+		CSVPrefix:   manila.CSVPrefix,
 		Catalog:     definition.Certified,
 		DisplayName: "CSI Driver Manila Operator",
 		Summary:     "A Container Storage Interface (CSI) driver for OpenStack Manila.",
@@ -58,7 +58,7 @@ func Operator() definition.Operator {
 		Repository:   "https://github.com/openshift/csi-driver-manila-operator",
 		Support:      "Red Hat",
 
-		SuggestedNamespace:     names.OperatorNamespace,
+		SuggestedNamespace:     manila.OperatorNamespace,
 		InfrastructureFeatures: []definition.InfrastructureFeature{definition.CSI},
 		OpenShiftVersions:      "=v4.5",
 		Architectures:          []string{"amd64"},
@@ -80,7 +80,7 @@ func Operator() definition.Operator {
 			},
 		}},
 
-		ServiceAccount: names.OperatorName,
+		ServiceAccount: manila.OperatorName,
 		// The operator runs its driver in another namespace that it creates, and reads the
 		// OpenStack credentials from kube-system, so its permissions are cluster-wide.
 		ClusterRules: rules.Join(
@@ -96,7 +96,7 @@ func Operator() definition.Operator {
 			},
 		),
 
-		DeploymentName: names.OperatorName,
+		DeploymentName: manila.OperatorName,
 		Deployment:     deployment,
 		Releases: []definition.Release{{
 			Version: "4.5.0", Channels: []string{"stable"}, Maturity: "stable",
@@ -115,15 +115,15 @@ func Operator() definition.Operator {
 
 func deployment(r definition.Release) appsv1.DeploymentSpec {
 	return definition.OperatorPod{
-		Labels:         map[string]string{"name": names.OperatorName},
-		ServiceAccount: names.OperatorName,
-		Container:      names.OperatorName,
+		Labels:         map[string]string{"name": manila.OperatorName},
+		ServiceAccount: manila.OperatorName,
+		Container:      manila.OperatorName,
 		Image:          r.OperatorImage,
-		Command:        []string{names.OperatorName},
+		Command:        []string{manila.OperatorName},
 		Env: append([]corev1.EnvVar{
 			definition.FieldEnv("WATCH_NAMESPACE", "metadata.annotations['olm.targetNamespaces']"),
 			definition.FieldEnv("POD_NAME", "metadata.name"),
-			{Name: "OPERATOR_NAME", Value: names.OperatorName},
+			{Name: "OPERATOR_NAME", Value: manila.OperatorName},
 		}, r.ImageEnv()...),
 		CPU:    "10m",
 		Memory: "50Mi",
