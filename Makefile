@@ -29,9 +29,9 @@ LDFLAGS := -X github.com/csi-olm/csi-olm/internal/version.version=$(VERSION) \
 
 # API packages and the directories their CRDs are generated into: <types>=<crd dir>.
 APIS := sharedvolume/api/v1alpha1=sharedvolume/crd \
-	bundle/drivers/communityefs/v1alpha1=bundle/drivers/communityefs/crd \
-	bundle/drivers/ebsdriver/v1alpha1=bundle/drivers/ebsdriver/crd \
-	bundle/drivers/maniladriver/v1alpha1=bundle/drivers/maniladriver/crd
+	bundle/drivers/communityefs/v1alpha1=bundle/drivers/communityefs/communityefscrd \
+	bundle/drivers/ebsdriver/v1alpha1=bundle/drivers/ebsdriver/ebscrd \
+	bundle/drivers/maniladriver/v1alpha1=bundle/drivers/maniladriver/manilacrd
 API_SOURCES := $(filter-out %/zz_generated.deepcopy.go,$(foreach api,$(APIS),$(wildcard $(firstword $(subst =, ,$(api)))/*.go)))
 GENERATED_STAMP := $(BIN)/.generated
 

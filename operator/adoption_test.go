@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	communitycrd "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
+	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/communityefscrd"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -34,7 +34,7 @@ func seedCommunityInstall(ctx context.Context, t *testing.T, h *harness) []clien
 // seedCommunityInstallIn is seedCommunityInstall with the driver in namespace.
 func seedCommunityInstallIn(ctx context.Context, t *testing.T, h *harness, namespace string) []client.Object {
 	t.Helper()
-	crd, err := testbed.DecodeCRD(communitycrd.SharedVolumes)
+	crd, err := testbed.DecodeCRD(communityefscrd.SharedVolumes)
 	must(t, err)
 	must(t, testbed.InstallCRDs(ctx, h.c, crd))
 	objects, err := fixture.CommunityDriver(ctx, h.c, namespace)

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	csikube "github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator/assets"
 )
@@ -55,11 +55,11 @@ const (
 // removal, and allows the removal once a dry-run probe volume has been refused, under the
 // revision it wrote last, for fenceSettle.
 type removalFence struct {
-	kube    kubernetes.Interface
-	cr      dynamic.ResourceInterface
-	policy  *admissionregistrationv1.ValidatingAdmissionPolicy
-	binding *admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	cache   resourceapply.ResourceCache
+	kubeClient kubernetes.Interface
+	cr         dynamic.ResourceInterface
+	policy     *admissionregistrationv1.ValidatingAdmissionPolicy
+	binding    *admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	cache      resourceapply.ResourceCache
 	// upSince is when the probe was first refused under the current revision; zero when the fence
 	// is not known to hold.
 	upSince time.Time
@@ -70,7 +70,7 @@ type removalFence struct {
 	served, warned bool
 }
 
-func newRemovalFence(kube kubernetes.Interface, dyn dynamic.Interface, read func(string) ([]byte, error)) (*removalFence, error) {
+func newRemovalFence(kubeClient kubernetes.Interface, dyn dynamic.Interface, read func(string) ([]byte, error)) (*removalFence, error) {
 	policy, err := read(assets.RemovalFenceFile)
 	if err != nil {
 		return nil, err
@@ -80,10 +80,10 @@ func newRemovalFence(kube kubernetes.Interface, dyn dynamic.Interface, read func
 		return nil, err
 	}
 	f := &removalFence{
-		kube:    kube,
-		policy:  resourceread.ReadValidatingAdmissionPolicyV1OrDie(policy),
-		binding: resourceread.ReadValidatingAdmissionPolicyBindingV1OrDie(binding),
-		cache:   resourceapply.NewResourceCache(),
+		kubeClient: kubeClient,
+		policy:     resourceread.ReadValidatingAdmissionPolicyV1OrDie(policy),
+		binding:    resourceread.ReadValidatingAdmissionPolicyBindingV1OrDie(binding),
+		cache:      resourceapply.NewResourceCache(),
 	}
 	if dyn != nil {
 		f.cr = dyn.Resource(clusterCSIDriverGVR)
@@ -104,7 +104,7 @@ func newRemovalFence(kube kubernetes.Interface, dyn dynamic.Interface, read func
 // set must be proved again.
 func (f *removalFence) raise(ctx context.Context, recorder events.Recorder, claims map[string][]string, message string) (bool, error) {
 	if !f.served {
-		served, err := csikube.Served(f.kube.Discovery(), admissionregistrationv1.SchemeGroupVersion.String(), "validatingadmissionpolicies")
+		served, err := kube.Served(f.kubeClient.Discovery(), admissionregistrationv1.SchemeGroupVersion.String(), "validatingadmissionpolicies")
 		if err != nil {
 			return false, err
 		}
@@ -118,11 +118,11 @@ func (f *removalFence) raise(ctx context.Context, recorder events.Recorder, clai
 		}
 		return false, nil
 	}
-	_, policyChanged, err := resourceapply.ApplyValidatingAdmissionPolicyV1(ctx, f.kube.AdmissionregistrationV1(), recorder, f.policy, f.cache)
+	_, policyChanged, err := resourceapply.ApplyValidatingAdmissionPolicyV1(ctx, f.kubeClient.AdmissionregistrationV1(), recorder, f.policy, f.cache)
 	if err != nil {
 		return false, fmt.Errorf("applying ValidatingAdmissionPolicy %s: %w", f.policy.Name, err)
 	}
-	_, bindingChanged, err := resourceapply.ApplyValidatingAdmissionPolicyBindingV1(ctx, f.kube.AdmissionregistrationV1(), recorder, f.binding, f.cache)
+	_, bindingChanged, err := resourceapply.ApplyValidatingAdmissionPolicyBindingV1(ctx, f.kubeClient.AdmissionregistrationV1(), recorder, f.binding, f.cache)
 	if err != nil {
 		return false, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", f.binding.Name, err)
 	}
@@ -237,7 +237,7 @@ func (f *removalFence) probe(ctx context.Context) (bool, error) {
 			},
 		},
 	}
-	_, err := f.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: efs.OperatorName})
+	_, err := f.kubeClient.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: efs.OperatorName})
 	switch {
 	case err == nil:
 		return false, nil

@@ -24,7 +24,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
-	svcontroller "github.com/csi-olm/csi-olm/sharedvolume/controller"
+	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -225,7 +225,7 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 			if err := h.c.Get(ctx, client.ObjectKeyFromObject(sv), sv); err != nil {
 				return err
 			}
-			c := meta.FindStatusCondition(sv.Status.Conditions, svcontroller.ConditionReady)
+			c := meta.FindStatusCondition(sv.Status.Conditions, controller.ConditionReady)
 			if sv.Status.Phase != phase || c == nil || c.Reason != reason || !strings.Contains(c.Message, says) {
 				return fmt.Errorf("phase %q, Ready %+v", sv.Status.Phase, c)
 			}
@@ -241,7 +241,7 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 		return sv
 	}
 	early := newSV("early", "fsap-0e")
-	must(t, eventually(ctx, "a SharedVolume Ready while pods hold the removal back", svReady(early, sharedvolumev1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+	must(t, eventually(ctx, "a SharedVolume Ready while pods hold the removal back", svReady(early, sharedvolumev1alpha1.SharedVolumeReady, controller.ReasonBound, "")))
 
 	// The pod stops; the removal runs, held at the controller Deployment.
 	release := h.holdDeployment(ctx, t)
@@ -255,14 +255,14 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 	must(t, h.c.Create(ctx, other))
 	// A SharedVolume waits, and says why.
 	late := newSV("late", "fsap-1a")
-	must(t, eventually(ctx, "the SharedVolume refused", svReady(late, sharedvolumev1alpha1.SharedVolumePending, svcontroller.ReasonVolumeRefused, efs.RemovalFence)))
+	must(t, eventually(ctx, "the SharedVolume refused", svReady(late, sharedvolumev1alpha1.SharedVolumePending, controller.ReasonVolumeRefused, efs.RemovalFence)))
 
 	// Managed admits them again.
 	h.setState(ctx, operatorv1.Managed)
 	must(t, eventually(ctx, "a new EFS PV admitted under Managed", func(ctx context.Context) error {
 		return h.c.Create(ctx, fixture.EFSPV("managed-again"))
 	}))
-	must(t, eventually(ctx, "the SharedVolume Ready", svReady(late, sharedvolumev1alpha1.SharedVolumeReady, svcontroller.ReasonBound, "")))
+	must(t, eventually(ctx, "the SharedVolume Ready", svReady(late, sharedvolumev1alpha1.SharedVolumeReady, controller.ReasonBound, "")))
 	must(t, eventually(ctx, "the fence's annotations gone under Managed", func(ctx context.Context) error {
 		cr, err := h.cr(ctx)
 		if err != nil {

@@ -32,7 +32,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/names/olm"
 	"github.com/csi-olm/csi-olm/operator/assets"
-	svcontroller "github.com/csi-olm/csi-olm/sharedvolume/controller"
+	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 )
 
 const resync = 20 * time.Minute
@@ -191,9 +191,9 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	// The SharedVolume controller serves app teams whether or not the driver is Managed: their
 	// volumes are static, and a community install's SharedVolumes must keep working.
 	svErr := make(chan error, 1)
-	svOptions := svcontroller.DefaultOptions
+	svOptions := controller.DefaultOptions
 	svOptions.OperatorNamespace, svOptions.CSV = ns, os.Getenv(olm.OperatorConditionEnv)
-	go func() { svErr <- svcontroller.Run(ctx, config, efs.OperatorName, svOptions) }()
+	go func() { svErr <- controller.Run(ctx, config, efs.OperatorName, svOptions) }()
 	select {
 	case <-ctx.Done():
 		return nil

@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
-	csikube "github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/names/olm"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -70,18 +70,18 @@ func finalizerPolicyBinding(namespace, csv string) *admissionv1ac.MutatingAdmiss
 // ensureFinalizerPolicy applies the finalizer policy and its binding for the operator installed
 // from CSV csv in namespace. It reports false, having done nothing, on a cluster that serves no
 // MutatingAdmissionPolicy (Kubernetes older than 1.36, or the API turned off).
-func ensureFinalizerPolicy(ctx context.Context, kube kubernetes.Interface, namespace, csv string) (bool, error) {
-	served, err := csikube.Served(kube.Discovery(), admissionregistrationv1.SchemeGroupVersion.String(), "mutatingadmissionpolicies")
+func ensureFinalizerPolicy(ctx context.Context, kubeClient kubernetes.Interface, namespace, csv string) (bool, error) {
+	served, err := kube.Served(kubeClient.Discovery(), admissionregistrationv1.SchemeGroupVersion.String(), "mutatingadmissionpolicies")
 	if !served || err != nil {
 		return false, err
 	}
 	// Server-side apply: a no-op when nothing changed, and an update from an older operator
 	// otherwise.
 	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
-	if _, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicies().Apply(ctx, finalizerPolicy(), opts); err != nil {
+	if _, err := kubeClient.AdmissionregistrationV1().MutatingAdmissionPolicies().Apply(ctx, finalizerPolicy(), opts); err != nil {
 		return false, fmt.Errorf("applying MutatingAdmissionPolicy %s: %w", efs.SharedVolumeFinalizerPolicy, err)
 	}
-	if _, err := kube.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Apply(ctx, finalizerPolicyBinding(namespace, csv), opts); err != nil {
+	if _, err := kubeClient.AdmissionregistrationV1().MutatingAdmissionPolicyBindings().Apply(ctx, finalizerPolicyBinding(namespace, csv), opts); err != nil {
 		return false, fmt.Errorf("applying MutatingAdmissionPolicyBinding %s: %w", efs.SharedVolumeFinalizerPolicy, err)
 	}
 	return true, nil
@@ -89,12 +89,12 @@ func ensureFinalizerPolicy(ctx context.Context, kube kubernetes.Interface, names
 
 // putUpFinalizerPolicy puts the finalizer policy up for the operator installed from CSV csv in
 // namespace, or says why the controller adds every finalizer itself.
-func putUpFinalizerPolicy(ctx context.Context, kube kubernetes.Interface, namespace, csv string) {
+func putUpFinalizerPolicy(ctx context.Context, kubeClient kubernetes.Interface, namespace, csv string) {
 	if csv == "" {
 		klog.Infof("the operator was not installed by OLM (%s is not set): SharedVolumes get their finalizer from the controller, one write each", olm.OperatorConditionEnv)
 		return
 	}
-	up, err := ensureFinalizerPolicy(ctx, kube, namespace, csv)
+	up, err := ensureFinalizerPolicy(ctx, kubeClient, namespace, csv)
 	switch {
 	case err != nil:
 		klog.Warningf("SharedVolumes get their finalizer from the controller, one write each: %v", err)

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	communitycrd "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
-	community "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/communityefscrd"
+	communityefsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -43,7 +43,7 @@ func TestCheckOnARealAPIServer(t *testing.T) {
 		t.Fatalf("without the CRD: %v\n%s", err, out)
 	}
 
-	communityCRD, err := testbed.DecodeCRD(communitycrd.SharedVolumes)
+	communityCRD, err := testbed.DecodeCRD(communityefscrd.SharedVolumes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,19 +55,19 @@ func TestCheckOnARealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	valid := community.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"}
-	ready := &community.SharedVolumeStatus{Phase: "Ready", ClaimRef: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: efs.SharedVolumePVC("data")}}
+	valid := communityefsv1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"}
+	ready := &communityefsv1alpha1.SharedVolumeStatus{Phase: "Ready", ClaimRef: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: efs.SharedVolumePVC("data")}}
 	for _, sv := range []struct {
 		namespace, name string
-		spec            *community.SharedVolumeSpec
-		status          *community.SharedVolumeStatus
+		spec            *communityefsv1alpha1.SharedVolumeSpec
+		status          *communityefsv1alpha1.SharedVolumeStatus
 	}{
 		{"app", "data", &valid, ready},
 		{"logs", "logs", &valid, nil},
 		// The community schema has no maxLength.
-		{"app", "long-access-point", &community.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: longAccessPointID}, ready},
+		{"app", "long-access-point", &communityefsv1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: longAccessPointID}, ready},
 		// Nor an enum on the phase, which any client with access to the status may write.
-		{"app", "mounted", &valid, &community.SharedVolumeStatus{Phase: "Mounted"}},
+		{"app", "mounted", &valid, &communityefsv1alpha1.SharedVolumeStatus{Phase: "Mounted"}},
 		// Nor a required spec: kubectl creates one without.
 		{"logs", "no-spec", nil, nil},
 	} {
@@ -188,7 +188,7 @@ func TestCheckReadsAVersionTheCertifiedCRDDoesNotServe(t *testing.T) {
 	s := testutil.StartTestBed(t, testbed.APIServer)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	other, err := testbed.DecodeCRD(communitycrd.SharedVolumes)
+	other, err := testbed.DecodeCRD(communityefscrd.SharedVolumes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,9 +229,9 @@ func sharedVolume(namespace, name string) *unstructured.Unstructured {
 
 // create makes a SharedVolume as the community operator's API accepts it: the spec, then the
 // status through its subresource.
-func create(ctx context.Context, t *testing.T, c client.Client, namespace, name string, spec *community.SharedVolumeSpec, status *community.SharedVolumeStatus) {
+func create(ctx context.Context, t *testing.T, c client.Client, namespace, name string, spec *communityefsv1alpha1.SharedVolumeSpec, status *communityefsv1alpha1.SharedVolumeStatus) {
 	t.Helper()
-	sv := &community.SharedVolume{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	sv := &communityefsv1alpha1.SharedVolume{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	if spec != nil {
 		sv.Spec = *spec
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	community "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
+	communityefsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
@@ -32,11 +32,11 @@ const (
 // status written from the community Go types (whose claimRef is never omitted).
 func communitySharedVolume(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
-	sv := &community.SharedVolume{
+	sv := &communityefsv1alpha1.SharedVolume{
 		TypeMeta:   metav1.TypeMeta{APIVersion: sharedvolumev1alpha1.GroupVersion.String(), Kind: sharedvolumev1alpha1.Kind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "data", Finalizers: []string{efs.SharedVolumeFinalizer}},
-		Spec:       community.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
-		Status: community.SharedVolumeStatus{
+		Spec:       communityefsv1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
+		Status: communityefsv1alpha1.SharedVolumeStatus{
 			Phase:    "Ready",
 			ClaimRef: corev1.TypedLocalObjectReference{Kind: "PersistentVolumeClaim", Name: efs.SharedVolumePVC("data")},
 		},

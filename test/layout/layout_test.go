@@ -8,12 +8,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -26,6 +30,7 @@ const root = "../.."
 // pkg is the part of `go list -json` these tests read.
 type pkg struct {
 	ImportPath string
+	Name       string
 	Imports    []string
 	Deps       []string
 }
@@ -75,7 +80,7 @@ var leaves = []string{
 }
 
 // leafPattern matches the API types and CRDs of the EBS, Manila and community EFS definitions.
-var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|crd)$`)
+var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|[a-z]+crd)$`)
 
 // domainImports are the only imports allowed from one domain into another: catalogs are built
 // from bundles, bundle images too, a release publishes all three, the operator runs the
@@ -189,6 +194,69 @@ var testingImporters = map[string][]string{
 
 // TestReleaseBinariesDoNotLinkTestCode: neither binary links this module's test code, and
 // `testing` only through the third-party package named above.
+// apiVersion names a Kubernetes API version package (v1alpha1), which every API group has one
+// of: those are imported as <group><version>, as Kubernetes' own are (corev1, appsv1).
+var apiVersion = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
+
+// TestImportNames keeps each of the module's packages under one name wherever it is imported,
+// and keeps two packages of one name out of any one file but for API versions: a reader meets a
+// package by one name, and no import needs an alias to tell two apart.
+func TestImportNames(t *testing.T) {
+	names := map[string]string{}
+	for _, p := range goList(t, "./...") {
+		names[p.ImportPath] = p.Name
+	}
+	used := map[string]map[string][]string{} // import path -> local name -> files
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		byName := map[string]string{}
+		for _, spec := range f.Imports {
+			imp, _ := strconv.Unquote(spec.Path.Value)
+			name, ours := names[imp]
+			if !ours {
+				continue
+			}
+			local := name
+			if spec.Name != nil {
+				local = spec.Name.Name
+			}
+			if used[imp] == nil {
+				used[imp] = map[string][]string{}
+			}
+			used[imp][local] = append(used[imp][local], rel)
+			if other, ok := byName[name]; ok && !apiVersion.MatchString(name) {
+				t.Errorf("%s imports %s and %s, both named %s: rename one of them", rel, other, imp, name)
+			}
+			byName[name] = imp
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(used) < 30 {
+		t.Fatalf("only %d of the module's packages are imported anywhere: the walk missed files", len(used))
+	}
+	for imp, locals := range used {
+		if len(locals) > 1 {
+			t.Errorf("%s is imported under %d names: %v", imp, len(locals), slices.Sorted(maps.Keys(locals)))
+		}
+	}
+}
+
 func TestReleaseBinariesDoNotLinkTestCode(t *testing.T) {
 	for main, allowed := range testingImporters {
 		t.Run(main, func(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
-	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/crd"
-	sv "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/communityefscrd"
+	communityefsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
@@ -57,11 +57,11 @@ func Operator() definition.Operator {
 			Kind:        "SharedVolume",
 			DisplayName: "Shared Volume",
 			Description: "An EFS access point exposed as a PersistentVolumeClaim.",
-			Manifest:    crd.SharedVolumes,
-			Example: &sv.SharedVolume{
+			Manifest:    communityefscrd.SharedVolumes,
+			Example: &communityefsv1alpha1.SharedVolume{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "aws-efs.managed.openshift.io/v1alpha1", Kind: "SharedVolume"},
 				ObjectMeta: metav1.ObjectMeta{Name: "my-shared-volume", Namespace: "my-app"},
-				Spec:       sv.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
+				Spec:       communityefsv1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
 			},
 		}},
 

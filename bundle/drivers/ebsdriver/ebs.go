@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/crd"
-	api "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/ebscrd"
+	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	"github.com/csi-olm/csi-olm/internal/names/ebs"
@@ -55,15 +55,15 @@ func Operator() definition.Operator {
 
 		OwnedCRDs: []definition.OwnedCRD{{
 			Name:        "awsebsdrivers.csi.openshift.io",
-			Version:     api.GroupVersion.Version,
-			Kind:        api.Kind,
+			Version:     ebsv1alpha1.GroupVersion.Version,
+			Kind:        ebsv1alpha1.Kind,
 			DisplayName: "AWS EBS CSI Driver",
 			Description: "Deploys and configures the AWS EBS CSI driver. Its name must be cluster.",
-			Manifest:    crd.AWSEBSDrivers,
-			Example: &api.AWSEBSDriver{
-				TypeMeta:   metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: api.Kind},
-				ObjectMeta: metav1.ObjectMeta{Name: api.Name},
-				Spec:       api.AWSEBSDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+			Manifest:    ebscrd.AWSEBSDrivers,
+			Example: &ebsv1alpha1.AWSEBSDriver{
+				TypeMeta:   metav1.TypeMeta{APIVersion: ebsv1alpha1.GroupVersion.String(), Kind: ebsv1alpha1.Kind},
+				ObjectMeta: metav1.ObjectMeta{Name: ebsv1alpha1.Name},
+				Spec:       ebsv1alpha1.AWSEBSDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
 			},
 		}},
 
@@ -71,7 +71,7 @@ func Operator() definition.Operator {
 		// The operator runs its driver in another namespace that it creates, so its operand
 		// permissions are cluster-wide.
 		ClusterRules: rules.Join(
-			rules.OwnCR(api.GroupVersion.Group, "awsebsdrivers"),
+			rules.OwnCR(ebsv1alpha1.GroupVersion.Group, "awsebsdrivers"),
 			rules.Operands(),
 			rules.ClusterOperands(),
 			rules.Provisioner(),

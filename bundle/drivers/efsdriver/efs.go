@@ -17,7 +17,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
-	svcrd "github.com/csi-olm/csi-olm/sharedvolume/crd"
+	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 )
 
 const description = `The AWS EFS CSI Driver Operator installs and manages the
@@ -177,7 +177,7 @@ func Operator() definition.Operator {
 			Kind:        sharedvolumev1alpha1.Kind,
 			DisplayName: "Shared Volume",
 			Description: "A PersistentVolume and PersistentVolumeClaim for one access point of an AWS EFS file system.",
-			Manifest:    svcrd.SharedVolumes,
+			Manifest:    crd.SharedVolumes,
 			Example: &sharedvolumev1alpha1.SharedVolume{
 				TypeMeta:   metav1.TypeMeta{APIVersion: sharedvolumev1alpha1.GroupVersion.String(), Kind: sharedvolumev1alpha1.Kind},
 				ObjectMeta: metav1.ObjectMeta{Name: "my-shared-volume", Namespace: "my-app"},

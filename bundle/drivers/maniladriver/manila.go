@@ -14,8 +14,8 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
-	"github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/crd"
-	api "github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
+	"github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/manilacrd"
+	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/names/manila"
 )
 
@@ -68,15 +68,15 @@ func Operator() definition.Operator {
 
 		OwnedCRDs: []definition.OwnedCRD{{
 			Name:        "maniladrivers.csi.openshift.io",
-			Version:     api.GroupVersion.Version,
-			Kind:        api.Kind,
+			Version:     manilav1alpha1.GroupVersion.Version,
+			Kind:        manilav1alpha1.Kind,
 			DisplayName: "Manila Driver",
 			Description: "Deploys and configures the OpenStack Manila CSI driver. Its name must be cluster.",
-			Manifest:    crd.ManilaDrivers,
-			Example: &api.ManilaDriver{
-				TypeMeta:   metav1.TypeMeta{APIVersion: api.GroupVersion.String(), Kind: api.Kind},
-				ObjectMeta: metav1.ObjectMeta{Name: api.Name},
-				Spec:       api.ManilaDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+			Manifest:    manilacrd.ManilaDrivers,
+			Example: &manilav1alpha1.ManilaDriver{
+				TypeMeta:   metav1.TypeMeta{APIVersion: manilav1alpha1.GroupVersion.String(), Kind: manilav1alpha1.Kind},
+				ObjectMeta: metav1.ObjectMeta{Name: manilav1alpha1.Name},
+				Spec:       manilav1alpha1.ManilaDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
 			},
 		}},
 
@@ -84,7 +84,7 @@ func Operator() definition.Operator {
 		// The operator runs its driver in another namespace that it creates, and reads the
 		// OpenStack credentials from kube-system, so its permissions are cluster-wide.
 		ClusterRules: rules.Join(
-			rules.OwnCR(api.GroupVersion.Group, "maniladrivers"),
+			rules.OwnCR(manilav1alpha1.GroupVersion.Group, "maniladrivers"),
 			rules.Operands(),
 			rules.ClusterOperands(),
 			rules.Provisioner(),

@@ -1,20 +1,20 @@
-// Package crd holds the AWSEBSDriver CustomResourceDefinition generated from ../v1alpha1.
-package crd
+// Package crd holds the ManilaDriver CustomResourceDefinition generated from ../v1alpha1.
+package manilacrd
 
 import (
 	_ "embed"
 
-	"github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
+	manilav1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/maniladriver/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/crdschema"
 )
 
 // generated is what controller-gen writes (`make generate`).
 //
-//go:embed csi.openshift.io_awsebsdrivers.yaml
+//go:embed csi.openshift.io_maniladrivers.yaml
 var generated []byte
 
-// AWSEBSDrivers is the AWSEBSDriver CRD manifest: the generated one, whose schema
+// ManilaDrivers is the ManilaDriver CRD manifest: the generated one, whose schema
 // also allows the name `cluster` only. The OLM-era operator acts on that object alone, and the
 // clusters this CRD is for run Kubernetes 1.18 (OpenShift 4.5), which enforces a schema
 // restriction of metadata.name but ignores CEL rules (x-kubernetes-validations, from 1.25).
-var AWSEBSDrivers = crdschema.MustRestrictName("AWSEBSDriver", generated, v1alpha1.Name)
+var ManilaDrivers = crdschema.MustRestrictName("ManilaDriver", generated, manilav1alpha1.Name)

@@ -1,5 +1,5 @@
 // Package crd holds the community SharedVolume CRD generated from ../v1alpha1.
-package crd
+package communityefscrd
 
 import _ "embed"
 
