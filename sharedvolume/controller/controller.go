@@ -3,15 +3,12 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,42 +189,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (resu
 	return result, err
 }
 
-// admit waits, for a SharedVolume made since the controller started, until fewer than Workers
-// such reconciles run, and returns what ends its turn. An app team's new SharedVolumes share the
-// API server with the binder, which binds one claim at a time and which every one of them waits
-// for: more requests in flight crowd it out. While new SharedVolumes keep arriving, the app
-// team's own creates crowd it too, and only a quarter of the workers take turns; those waiting
-// look again once arrivals stop. A backlog, made while no operator ran, found the binder idle,
-// and its SharedVolumes have waited already: all the workers take it (DefaultOptions).
-func (r *Reconciler) admit(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume) (release func(), err error) {
-	if r.slots == nil || sv.CreationTimestamp.Time.Before(time.Unix(0, r.started.Load())) {
-		return func() {}, nil
-	}
-	for {
-		slots := r.slots
-		var lookAgain <-chan time.Time
-		if r.arriving() {
-			slots, lookAgain = r.arrivingSlots, time.After(arrivalGap)
-		}
-		select {
-		case slots <- struct{}{}:
-			return func() { <-slots }, nil
-		case <-lookAgain:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// arriving says whether a new SharedVolume arrived within arrivalGap.
-func (r *Reconciler) arriving() bool {
-	return within(&r.lastArrival, arrivalGap)
-}
-
-// arrivalGap is how long after the last new SharedVolume arrivals count as still coming: an app
-// team creating hundreds at once makes one every few milliseconds.
-const arrivalGap = 250 * time.Millisecond
-
 // reconcile does the work of Reconcile on the SharedVolume read. A write refused because the
 // SharedVolume changed since it was read is returned as the conflict it is.
 func (r *Reconciler) reconcile(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume) (reconcile.Result, error) {
@@ -278,144 +239,6 @@ func (r *Reconciler) reconcile(ctx context.Context, sv *sharedvolumev1alpha1.Sha
 		return reconcile.Result{RequeueAfter: recheckAfter(status)}, nil
 	}
 	return reconcile.Result{}, nil
-}
-
-// maxReadyHold is how long at most the Ready status of a SharedVolume whose claim is bound is
-// held back while the controller makes other SharedVolumes' pairs (readyWait).
-const maxReadyHold = 10 * time.Second
-
-// readyWait is how long to hold back the Ready status of SharedVolume key, whose claim is bound,
-// before it is looked at again. While the controller is making other SharedVolumes' claims (one
-// within arrivalGap), it is held, up to maxReadyHold: an app team's burst is made into PVs and
-// PVCs on an API server it saturates, where each status write is a custom-resource write more
-// and a watch event for everyone watching SharedVolumes. A bound claim is what a pod mounts, so
-// nothing waits on the status meanwhile but those reading it, and a claim the binder bound
-// early in a burst is Ready a few seconds later instead of at once. A lone SharedVolume, whose
-// own claim was the last made, is Ready at once.
-func (r *Reconciler) readyWait(key types.NamespacedName) time.Duration {
-	last := r.lastPair.Load()
-	if last == nil || last.sharedVolume == key || time.Since(last.at) >= arrivalGap {
-		return 0
-	}
-	first, _ := r.readyHeld.LoadOrStore(key, time.Now())
-	if time.Since(first.(time.Time)) >= maxReadyHold {
-		return 0
-	}
-	return arrivalGap
-}
-
-// maxRecheck is the longest a SharedVolume waiting for the binder goes unchecked.
-const maxRecheck = 5 * time.Minute
-
-// recheckAfter is when a Pending SharedVolume is looked at again: after pendingRecheck, and once
-// it has waited for the binder for longer, after half as long as it has waited, up to
-// maxRecheck. Each look at a claim still unbound reads it from the API server, in case this
-// process's cache lags; a watch broken by an API server restart is back within a minute, after
-// which the claim's binding arrives as an event and needs no look. At a fixed 10 s, 10,000
-// SharedVolumes waiting minutes for a busy binder cost the server 30 reads each
-// (BENCHMARKS.md).
-func recheckAfter(status sharedvolumev1alpha1.SharedVolumeStatus) time.Duration {
-	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
-	if c == nil || c.Reason != ReasonBinding {
-		return pendingRecheck
-	}
-	return min(max(pendingRecheck, time.Since(c.LastTransitionTime.Time)/2), maxRecheck)
-}
-
-// pendingRecheck is how soon a Pending SharedVolume is looked at again at first, and how long a
-// claim may wait to bind before it is read from the API server rather than the cache, unless
-// the cache is seen to be current (binderWorking). The cache learns of a binding from its
-// watch, and a watch broken by an API server restart is only re-established after client-go's
-// backoff, up to a minute later.
-const pendingRecheck = 10 * time.Second
-
-// maxFirstStatusHold is how long at most the first status of a SharedVolume whose claim waits
-// for a binder that is working through others is held back (firstStatusWait).
-const maxFirstStatusHold = 2 * time.Minute
-
-// firstStatusWait is how long to hold back the first status of a SharedVolume whose claim is
-// made but not bound yet, counted from when the claim was made (claimMade). A claim is bound
-// within a second on a cluster that is not busy, and the SharedVolume's first status is then
-// Ready, its only status write. Saying Pending first costs the API server one more
-// custom-resource write per SharedVolume while the binder works, and the binder is what every
-// SharedVolume waits for: one request at a time, four writes per claim, under its client's
-// limit (18 claims a second at 100 requests a second), so a thousand created at once wait a
-// minute or more. So the first status waits pendingRecheck, and
-// as long as the binder is seen binding others (binderWorking), up to maxFirstStatusHold: then
-// Pending tells the app team its claim is queued. A claim the binder does not seem to be
-// working on is reported Pending after pendingRecheck, and anything else at once.
-func firstStatusWait(sv *sharedvolumev1alpha1.SharedVolume, status sharedvolumev1alpha1.SharedVolumeStatus, claimMade time.Time, binderWorking bool) time.Duration {
-	c := meta.FindStatusCondition(status.Conditions, ConditionReady)
-	if sv.Status.Phase != "" || c == nil || c.Reason != ReasonBinding {
-		return 0
-	}
-	waited := time.Since(claimMade)
-	switch {
-	case waited < pendingRecheck:
-		return pendingRecheck - waited
-	case binderWorking && waited < maxFirstStatusHold:
-		// Looked at again as recheckAfter spaces the looks at a Pending one: each look at
-		// thousands waiting is work the binder's API server shares.
-		return min(max(pendingRecheck, waited/2), maxFirstStatusHold-waited)
-	}
-	return 0
-}
-
-// claimWaitingSince is when a SharedVolume's unbound claim started waiting for the binder: when
-// its status first said so or, before any status, when the claim was made.
-func claimWaitingSince(sv *sharedvolumev1alpha1.SharedVolume, pvc *corev1.PersistentVolumeClaim) time.Time {
-	if c := bindingCondition(sv.Status); c != nil {
-		return c.LastTransitionTime.Time
-	}
-	return pvc.CreationTimestamp.Time
-}
-
-// binderWorking says whether a claim of this controller's was found newly bound in the cache
-// within pendingRecheck: the binder is working through its queue, and the cache's watch is
-// current, so a claim unbound in the cache is unbound.
-func (r *Reconciler) binderWorking() bool {
-	return within(&r.lastBind, pendingRecheck)
-}
-
-// within says whether the time stored in last (Unix nanoseconds, 0 for never) is less than d ago.
-func within(last *atomic.Int64, d time.Duration) bool {
-	t := last.Load()
-	return t != 0 && time.Since(time.Unix(0, t)) < d
-}
-
-// keepSpec puts back the spec of a SharedVolume whose PV exists, when the spec was edited since
-// the PV was made: the community operator documented the spec as immutable and reverted edits
-// the same way, and Kubernetes older than 1.25 ignores the CRD's rule that refuses them. The PV,
-// which a pod may have mounted, is never re-pointed: its volumeHandle is the record of the spec.
-// It returns the SpecReverted condition to set, or nil when there was nothing to revert or the
-// revert was refused (ensure then reports the mismatch).
-func (r *Reconciler) keepSpec(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, pv *corev1.PersistentVolume) (*metav1.Condition, error) {
-	recorded, ok := volumes.RecordedSpec(pv)
-	if !ok || !volumes.OwnedBy(pv, sv) || recorded == sv.Spec {
-		return nil, nil
-	}
-	edits := strings.Join(volumes.SpecEdits(recorded, sv.Spec), " and ")
-	edited := sv.Spec
-	patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	sv.Spec = recorded
-	if err := r.Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
-		sv.Spec = edited
-		if apierrors.IsInvalid(err) {
-			// The API server refuses the revert itself: a spec edited while nothing enforced
-			// the rule (before the CRD with the rule was installed) can no longer change.
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reverting the edit of %s: %w", edits, err)
-	}
-	message := fmt.Sprintf("the edit of %s was reverted: the spec is immutable; PersistentVolume %s mounts %s and is never re-pointed. Create a new SharedVolume to use another file system or access point",
-		edits, pv.Name, pv.Spec.CSI.VolumeHandle)
-	if r.Recorder != nil {
-		r.Recorder.Event(sv, corev1.EventTypeWarning, ReasonSpecEdited, message)
-	}
-	// sv now holds the server's answer, with the generation of the reverted spec.
-	return &metav1.Condition{
-		Type: ConditionSpecReverted, Status: metav1.ConditionTrue, Reason: ReasonSpecEdited, Message: message, ObservedGeneration: sv.Generation,
-	}, nil
 }
 
 // ensure creates or adopts the PV and PVC and returns the status they give, and how long to
@@ -523,22 +346,6 @@ func (r *Reconciler) ensure(ctx context.Context, sv *sharedvolumev1alpha1.Shared
 	return status, firstStatusWait(sv, status, pvc.CreationTimestamp.Time, working), nil
 }
 
-// crdDeleting says whether the SharedVolume CRD is being deleted. It reads only the CRD's
-// metadata, from the API server: the operator may get that one CRD, and a cache of it would
-// need a watch on every CRD.
-func (r *Reconciler) crdDeleting(ctx context.Context) (bool, error) {
-	crd := &metav1.PartialObjectMetadata{}
-	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	var reader client.Reader = r.Client
-	if r.Reader != nil {
-		reader = r.Reader
-	}
-	if err := reader.Get(ctx, client.ObjectKey{Name: efs.SharedVolumeCRD}, crd); err != nil {
-		return false, fmt.Errorf("reading CustomResourceDefinition %s: %w", efs.SharedVolumeCRD, err)
-	}
-	return crd.DeletionTimestamp != nil, nil
-}
-
 // refuse returns the Failed status of a refusal. When the refusal is that someone else's claim
 // holds the claim name, and this SharedVolume's PV is reserved for that name and not bound yet,
 // the PV is deleted first: the binder would bind that claim to it and hand it the access point.
@@ -559,26 +366,6 @@ func (r *Reconciler) refuse(ctx context.Context, sv *sharedvolumev1alpha1.Shared
 	return failed(sv, reason, why), 0, nil
 }
 
-// readClaim reads a claim from the cache, which holds every claim, while its watch is seen
-// current (an event within claimsFresh), and else from the API server when the cache does not
-// have it: a watch that broke brings no events until it is back, and meanwhile the cache can
-// miss a claim made since.
-func (r *Reconciler) readClaim(ctx context.Context, key client.ObjectKey, pvc *corev1.PersistentVolumeClaim) error {
-	if r.claimsCurrent() {
-		return r.Get(ctx, key, pvc)
-	}
-	return r.getAny(ctx, key, pvc)
-}
-
-// claimsCurrent says whether the claim informer delivered an event within claimsFresh.
-func (r *Reconciler) claimsCurrent() bool {
-	return within(&r.lastClaimEvent, claimsFresh)
-}
-
-// claimsFresh is how recent the claim informer's last event must be for its cache to be
-// trusted with a claim's absence.
-const claimsFresh = 2 * time.Second
-
 // getAny reads an object from the cache and, when the cache does not have it, from the API
 // server: the cache holds only the PVs labelled as a SharedVolume's, and a colliding PV is
 // unlabelled; and a claim made a moment ago may not be in the cache yet.
@@ -597,149 +384,4 @@ func (r *Reconciler) getAny(ctx context.Context, key client.ObjectKey, obj clien
 // new SharedVolume (two, one per name it checks) and for each claim overdue at a recheck.
 func (r *Reconciler) serverCopy(ctx context.Context, key client.ObjectKey, obj client.Object) error {
 	return r.Reader.Get(ctx, key, obj, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
-}
-
-// mismatch says why a SharedVolume's own PV does not mount what its spec names.
-func mismatch(pv *corev1.PersistentVolume, sv *sharedvolumev1alpha1.SharedVolume) string {
-	mounts := "no EFS volume"
-	if pv.Spec.CSI != nil {
-		mounts = pv.Spec.CSI.VolumeHandle
-	}
-	if _, ok := volumes.RecordedSpec(pv); ok {
-		// keepSpec could not put the spec back: the API server refused it.
-		return fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s, and the spec could not be reverted (the API server refuses spec changes): delete this SharedVolume and create a new one",
-			pv.Name, mounts, sv.Spec.FileSystemID, sv.Spec.AccessPointID)
-	}
-	return fmt.Sprintf("PersistentVolume %s mounts %s, not %s::%s", pv.Name, mounts, sv.Spec.FileSystemID, sv.Spec.AccessPointID)
-}
-
-func failed(sv *sharedvolumev1alpha1.SharedVolume, reason, message string) sharedvolumev1alpha1.SharedVolumeStatus {
-	status := sharedvolumev1alpha1.SharedVolumeStatus{Phase: sharedvolumev1alpha1.SharedVolumeFailed, Message: message}
-	setReady(&status, sv, metav1.ConditionFalse, reason, message)
-	return status
-}
-
-func setReady(status *sharedvolumev1alpha1.SharedVolumeStatus, sv *sharedvolumev1alpha1.SharedVolume, s metav1.ConditionStatus, reason, message string) {
-	// Keep the transition time of an unchanged condition.
-	status.Conditions = append([]metav1.Condition(nil), sv.Status.Conditions...)
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
-		Type: ConditionReady, Status: s, Reason: reason, Message: message, ObservedGeneration: sv.Generation,
-	})
-}
-
-// writeStatus writes the status if it changed, and reports phase changes as events. The write
-// is refused with a conflict when the SharedVolume changed since it was read: a status computed
-// from a stale cache must not replace a newer one (a SpecReverted condition would be lost).
-func (r *Reconciler) writeStatus(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume, status sharedvolumev1alpha1.SharedVolumeStatus) error {
-	if equality.Semantic.DeepEqual(sv.Status, status) {
-		return nil
-	}
-	old := sv.Status.Phase
-	waited := old == "" || bindingCondition(sv.Status) != nil
-	patch := client.MergeFromWithOptions(sv.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	sv.Status = status
-	if err := r.Status().Patch(ctx, sv, patch, client.FieldOwner(FieldManager)); err != nil {
-		return fmt.Errorf("writing the status: %w", err)
-	}
-	if old != status.Phase && r.Recorder != nil {
-		eventType, reason := corev1.EventTypeNormal, string(status.Phase)
-		if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
-			reason = c.Reason
-		}
-		if reason == ReasonBinding || reason == ReasonBound && waited {
-			// Waiting for the binder, then bound, is the normal way to Ready, and the status
-			// says so: an event for either would be one more write per SharedVolume, on the
-			// API server the binder is waiting for, that tells nothing. Ready after a failure
-			// or a refusal is told.
-			return nil
-		}
-		if status.Phase == sharedvolumev1alpha1.SharedVolumeFailed {
-			eventType = corev1.EventTypeWarning
-		}
-		r.Recorder.Event(sv, eventType, reason, statusMessage(status))
-	}
-	return nil
-}
-
-// bindingCondition is a status's Ready condition when it says the claim waits for the binder
-// (always False), or nil.
-func bindingCondition(status sharedvolumev1alpha1.SharedVolumeStatus) *metav1.Condition {
-	if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil && c.Reason == ReasonBinding {
-		return c
-	}
-	return nil
-}
-
-func statusMessage(status sharedvolumev1alpha1.SharedVolumeStatus) string {
-	if c := meta.FindStatusCondition(status.Conditions, ConditionReady); c != nil {
-		return c.Message
-	}
-	return string(status.Phase)
-}
-
-// delete removes the PVC, then the PV, then the finalizer: the PV is only released once no
-// claim can use it. Objects the SharedVolume does not own are left alone. When the SharedVolume
-// CRD itself is being deleted, the API server is deleting every SharedVolume and no app team
-// asked for it (OLM v1 deletes the CRDs of an extension it uninstalls): then only the finalizer
-// goes, and the claims and volumes stay for the pods that use them.
-func (r *Reconciler) delete(ctx context.Context, sv *sharedvolumev1alpha1.SharedVolume) (reconcile.Result, error) {
-	if !controllerutil.ContainsFinalizer(sv, efs.SharedVolumeFinalizer) {
-		return reconcile.Result{}, nil
-	}
-	if sv.Status.Phase != sharedvolumev1alpha1.SharedVolumeDeleting {
-		status := *sv.Status.DeepCopy()
-		status.Phase = sharedvolumev1alpha1.SharedVolumeDeleting
-		status.Message = ""
-		setReady(&status, sv, metav1.ConditionFalse, ReasonDeleting, "removing the PersistentVolumeClaim, then the PersistentVolume")
-		if err := r.writeStatus(ctx, sv, status); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	objects := []client.Object{
-		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: volumes.PVCName(sv)}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: volumes.PVName(sv)}},
-	}
-	// Only objects labelled as the SharedVolume's are deleted, and the cache holds all of those:
-	// it is what is asked while they go (asking the API server each requeue cost 11 reads per
-	// SharedVolume when 10,000 were deleted). Once it has neither, the API server is asked once
-	// more before the finalizer goes, for an object made milliseconds before the deletion that
-	// the cache's watch has not brought yet.
-	cached := func(ctx context.Context, key client.ObjectKey, obj client.Object) error { return r.Get(ctx, key, obj) }
-	// Asked once, and only before something would be deleted.
-	uninstalling := sync.OnceValues(func() (bool, error) { return r.crdDeleting(ctx) })
-scan:
-	for _, get := range []func(context.Context, client.ObjectKey, client.Object) error{cached, r.getAny} {
-		for _, obj := range objects {
-			err := get(ctx, client.ObjectKeyFromObject(obj), obj)
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return reconcile.Result{}, err
-			}
-			if !volumes.OwnedBy(obj, sv) {
-				continue
-			}
-			if obj.GetDeletionTimestamp() == nil {
-				uninstall, err := uninstalling()
-				if err != nil {
-					return reconcile.Result{}, err
-				}
-				if uninstall {
-					if r.Recorder != nil {
-						r.Recorder.Eventf(sv, corev1.EventTypeNormal, ReasonVolumesKept, "the SharedVolume CRD is being deleted: PersistentVolumeClaim %s and PersistentVolume %s stay", volumes.PVCName(sv), volumes.PVName(sv))
-					}
-					break scan
-				}
-				if err := r.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
-					return reconcile.Result{}, fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
-				}
-			}
-			// Wait for it to be gone (a pod may still use the claim) before the next one.
-			return reconcile.Result{RequeueAfter: 2 * time.Second}, nil
-		}
-	}
-	patch := client.MergeFrom(sv.DeepCopy())
-	controllerutil.RemoveFinalizer(sv, efs.SharedVolumeFinalizer)
-	return reconcile.Result{}, client.IgnoreNotFound(r.Patch(ctx, sv, patch, client.FieldOwner(FieldManager)))
 }
