@@ -61,7 +61,7 @@ func digest(t *testing.T, img v1.Image) v1.Hash {
 // checks that its labels are exactly metadata/annotations.yaml, which is how OLM reads a bundle
 // image, and that it holds exactly the bundle's files.
 func TestBundleImagesCarryTheirAnnotationsAsLabels(t *testing.T) {
-	dirs, err := filepath.Glob("../../bundle/*/*/metadata/annotations.yaml")
+	dirs, err := filepath.Glob("../bundle/*/*/metadata/annotations.yaml")
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no committed bundle found: %v", err)
 	}
@@ -188,7 +188,7 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := images.Catalog(os.DirFS("../../catalog/certified/v4.11"), opm)
+	img, err := images.Catalog(os.DirFS("../catalog/certified/v4.11"), opm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestCatalogImageServesItsConfigs(t *testing.T) {
 	if mode := dirMode(t, img, "tmp"); mode != 0o1777 {
 		t.Errorf("/tmp has mode %o, want 1777", mode)
 	}
-	want, err := os.ReadFile("../../catalog/certified/v4.11/aws-efs-operator/catalog.json")
+	want, err := os.ReadFile("../catalog/certified/v4.11/aws-efs-operator/catalog.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/csi-olm/csi-olm/images"
 )
 
-const containerfile = "../../cmd/aws-efs-csi-driver-operator/Containerfile"
+const containerfile = "../cmd/aws-efs-csi-driver-operator/Containerfile"
 
 // TestContainerfileAgreesWithTheDaemonlessBuild reads the final stage of the operator's
 // Containerfile as buildah would and compares what it runs, as whom, and its labels with the

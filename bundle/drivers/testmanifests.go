@@ -12,6 +12,6 @@ import (
 // definition. Each call returns fresh values.
 func TestManifests() map[string]testmanifest.Manifest {
 	return map[string]testmanifest.Manifest{
-		path.Join("drivers/efs", efsdriver.TestManifestFile): efsdriver.TestManifest(),
+		path.Join("drivers/efsdriver", efsdriver.TestManifestFile): efsdriver.TestManifest(),
 	}
 }

@@ -37,7 +37,7 @@ func TestGenerateWritesEveryBundle(t *testing.T) {
 	if n := strings.Count(log.String(), "wrote "); n != 9 {
 		t.Errorf("reported %d files written, want 8 bundles and the EFS test manifest:\n%s", n, log.String())
 	}
-	if _, ok := files[filepath.Join("drivers", "efs", "testing", "manifest.yaml")]; !ok {
+	if _, ok := files[filepath.Join("drivers", "efsdriver", "testing", "manifest.yaml")]; !ok {
 		t.Error("the EFS test manifest was not written")
 	}
 	// The generated tree equals the committed one, which `make verify` also checks with git.

@@ -16,7 +16,7 @@ func newGenerate() *cobra.Command {
 (manifests/, metadata/annotations.yaml, bundle.Dockerfile), validates them all, and only then
 replaces each package directory under --output. Invalid definitions or bundles that fail
 validation write nothing. It then writes the drivers' external-storage test manifests for
-openshift-tests and e2e.test (drivers/efs/testing/manifest.yaml under --output).`,
+openshift-tests and e2e.test (drivers/efsdriver/testing/manifest.yaml under --output).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g.Operators = drivers.All()
