@@ -9,12 +9,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
-	"github.com/csi-olm/csi-olm/catalog/validation"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -74,7 +72,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		if fc.Name == tc.Name {
 			fc.Name += "-installed"
 		}
-		cfg, err := loadV1(ctx, Loaded(fc))
+		cfg, err := loadCatalog(ctx, Loaded(fc))
 		if err != nil {
 			return err
 		}
@@ -139,7 +137,7 @@ func (e Environment) V1Catalogs(ctx context.Context, verbs ...Catalog) (catalogs
 			env.close()
 			return nil, nil, fmt.Errorf("catalog %s: priority %d is outside a ClusterCatalog's (a 32-bit integer)", c.Dir, c.Priority)
 		}
-		cfg, err := loadV1(ctx, c)
+		cfg, err := loadCatalog(ctx, c)
 		if err != nil {
 			env.close()
 			return nil, nil, err
@@ -194,18 +192,6 @@ func (a *Simulate) v1Options() error {
 		}
 	}
 	return nil
-}
-
-// loadV1 reads a catalog as the v0 simulator does, refusing one with load problems.
-func loadV1(ctx context.Context, c Catalog) (*declcfg.DeclarativeConfig, error) {
-	v, problems := validation.Load(ctx, c.FS, c.Dir)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
-	}
-	if len(problems) > 0 {
-		return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
-	}
-	return v.Config, nil
 }
 
 // v1AllStarts are every start of the catalog the bundles come from: for each package a

@@ -269,7 +269,7 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 		return nil, err
 	}
 	plan.Upgrade, err = findUpgrade(ctx, registry, plan.To.Channel, installed)
-	if errors.Is(err, errNoChannel) && m.Channel == "" {
+	if noChannel(err) && m.Channel == "" {
 		// The target has no channel of the Subscription's name: OLM would stall, so move to the
 		// package's default channel, and say so.
 		plan.Upgrade, err = findUpgrade(ctx, registry, "", installed)

@@ -24,14 +24,17 @@ type Upgrade struct {
 	Why  string `json:"why,omitempty"`
 }
 
-// errNoChannel is the target catalog's package lacking the Subscription's channel.
-var errNoChannel = errors.New("no such channel")
+// noChannel says whether findUpgrade failed on a channel the target's package lacks.
+func noChannel(err error) bool {
+	var se *simulate.StartError
+	return errors.As(err, &se) && se.Kind == simulate.NoChannel
+}
 
 // findUpgrade asks OLM's own resolver, over the target CatalogSource's registry, where a
 // Subscription to channel (empty: the package's default) takes the installed operator. It is
 // `csi-olm catalog simulate`'s walk, with the registry as its catalog, so both say the same of
 // the same catalog. It fails unless OLM reaches the channel's head, saying where and why it
-// stops; a channel the package lacks is errNoChannel.
+// stops; a channel the package lacks is a *simulate.StartError of kind NoChannel.
 func findUpgrade(ctx context.Context, r *olm.Registry, channel string, installed olmresolver.Operator) (*Upgrade, error) {
 	sim, err := simulate.New(ctx, simulate.Catalog{Name: r.Source(), Dir: r.Name, Registry: r.Client()})
 	if err != nil {
@@ -39,9 +42,6 @@ func findUpgrade(ctx context.Context, r *olm.Registry, channel string, installed
 	}
 	defer sim.Close()
 	p, err := sim.Simulate(ctx, r.Source(), simulate.Start{CSV: installed.CSV, Package: efs.Package, Channel: channel, Installed: &installed})
-	if se := (*simulate.StartError)(nil); errors.As(err, &se) && se.Kind == simulate.NoChannel {
-		return nil, fmt.Errorf("%w: %w", errNoChannel, err)
-	}
 	if err != nil {
 		return nil, err
 	}
