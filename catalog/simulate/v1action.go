@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
