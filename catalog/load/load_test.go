@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	registryclient "github.com/operator-framework/operator-registry/pkg/client"
 
 	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/images"
@@ -104,5 +105,45 @@ func TestOpenRefuses(t *testing.T) {
 		if _, err := load.Open(ctx, arg); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Open(%s): %v, want %q", arg, err, want)
 		}
+	}
+}
+
+// countingClient counts the bundle listings a registry streams.
+type countingClient struct {
+	registryclient.Interface
+	lists int
+}
+
+func (c *countingClient) ListBundles(ctx context.Context) (*registryclient.BundleIterator, error) {
+	c.lists++
+	return c.Interface.ListBundles(ctx)
+}
+
+// A registry wrapped by ListedOnce streams its bundles once, and every reader gets all of them.
+func TestListedOnce(t *testing.T) {
+	ctx := context.Background()
+	const dir = "../certified/v4.11"
+	cfg, err := declcfg.LoadFS(ctx, os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := load.Serve(ctx, os.DirFS(dir), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer served.Close()
+	counting := &countingClient{Interface: served.Client}
+	once := load.ListedOnce(counting)
+	for range 2 {
+		fromRegistry, err := load.FromRegistry(ctx, once)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, got := shape(t, cfg), shape(t, fromRegistry); got != want {
+			t.Errorf("read through ListedOnce:\n%s\nwant the catalog's\n%s", got, want)
+		}
+	}
+	if counting.lists != 1 {
+		t.Errorf("the registry streamed its bundles %d times, want once", counting.lists)
 	}
 }

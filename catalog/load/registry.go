@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/operator-framework/operator-registry/alpha/model"
@@ -51,6 +53,51 @@ func FromRegistry(ctx context.Context, c registryclient.Interface) (*declcfg.Dec
 	}
 	cfg := declcfg.ConvertFromModel(m)
 	return &cfg, nil
+}
+
+// ListedOnce is c, but for ListBundles, which streams c's bundles the first time and replays them
+// after: a registry behind a port-forward need not send its whole catalog twice to one reader.
+func ListedOnce(c registryclient.Interface) registryclient.Interface {
+	return &listedOnce{Interface: c}
+}
+
+type listedOnce struct {
+	registryclient.Interface
+	mu      sync.Mutex
+	bundles []*api.Bundle
+	listed  bool
+}
+
+func (l *listedOnce) ListBundles(ctx context.Context) (*registryclient.BundleIterator, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.listed {
+		it, err := l.Interface.ListBundles(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var bundles []*api.Bundle
+		for b := it.Next(); b != nil; b = it.Next() {
+			bundles = append(bundles, b)
+		}
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+		l.bundles, l.listed = bundles, true
+	}
+	return registryclient.NewBundleIterator(&replay{bundles: l.bundles}), nil
+}
+
+// replay streams bundles already listed.
+type replay struct{ bundles []*api.Bundle }
+
+func (r *replay) Recv() (*api.Bundle, error) {
+	if len(r.bundles) == 0 {
+		return nil, io.EOF
+	}
+	b := r.bundles[0]
+	r.bundles = r.bundles[1:]
+	return b, nil
 }
 
 // registryPackage is the model's package of that name, asked of the registry the first time.

@@ -243,6 +243,11 @@ func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulato
 		if _, dup := s.catalogs[c.Name]; dup {
 			return nil, fmt.Errorf("two catalogs are named %q: name them apart", c.Name)
 		}
+		if c.Registry != nil {
+			// The catalog is read from the registry, and OLM's resolver reads it again: one
+			// listing of its bundles serves both.
+			c.Registry = load.ListedOnce(c.Registry)
+		}
 		cfg, err := loadCatalog(ctx, c)
 		if err != nil {
 			return nil, err
@@ -256,7 +261,7 @@ func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulato
 	}
 	var sources []olmresolver.Source
 	for _, c := range catalogs {
-		client := c.Registry
+		client := s.catalogs[c.Name].Registry
 		if client == nil {
 			srv, err := load.Serve(ctx, c.FS, configs[c.Name], packages)
 			if err != nil {
