@@ -28,7 +28,8 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 )
@@ -113,20 +114,24 @@ func Check(ctx context.Context, dir string) (*Report, error) {
 		return nil, err
 	}
 	report := &Report{Tree: dir}
-	var catalogs []simulate.Catalog
+	// Every minor is a version of one CatalogSource: a resolution against one minor sees none of
+	// the others, as a cluster serves only its own minor's.
+	var minors olmv0.Source
 	for _, m := range t.Minors {
 		l, err := load.Open(ctx, t.Path(m))
 		if err != nil {
 			return nil, err
 		}
 		defer l.Close()
-		o := simulate.Loaded(l)
-		// Every minor is a version of one catalog: a resolution against one minor sees none of
-		// the others, as a cluster serves only its own minor's.
-		o.Name, o.VersionOf = m.Index(), "tree"
-		catalogs = append(catalogs, o)
+		o := predict.Loaded(l)
+		o.Name = m.Index()
+		minors = append(minors, o)
 	}
-	sim, err := simulate.New(ctx, catalogs...)
+	catalogs, err := olmv0.Load(ctx, nil, minors)
+	if err != nil {
+		return nil, err
+	}
+	sim, err := catalogs.Serve(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -147,10 +152,10 @@ func Check(ctx context.Context, dir string) (*Report, error) {
 }
 
 // follow finds the outcome of every bundle a cluster at from can run, when it moves to to.
-func follow(ctx context.Context, sim *simulate.Simulator, from, to openshift.Minor) (*Step, error) {
+func follow(ctx context.Context, sim *olmv0.Simulator, from, to openshift.Minor) (*Step, error) {
 	step := &Step{From: from.Index(), To: to.Index()}
 	idx := sim.Index(from.Index())
-	var starts []simulate.Start
+	var starts []olmv0.Start
 	blocked := map[string]string{}
 	for _, st := range sim.Starts(from.Index()) {
 		b := idx.Package(st.Package).Bundles[st.CSV]
@@ -213,15 +218,15 @@ func follow(ctx context.Context, sim *simulate.Simulator, from, to openshift.Min
 }
 
 // outcome asks OLM's resolver where a Subscription of the next minor's catalog takes the bundle.
-func outcome(ctx context.Context, sim *simulate.Simulator, to openshift.Minor, st simulate.Start, f *Finding) error {
+func outcome(ctx context.Context, sim *olmv0.Simulator, to openshift.Minor, st olmv0.Start, f *Finding) error {
 	p, err := sim.Outcome(ctx, to.Index(), st)
-	var se *simulate.StartError
+	var se *predict.StartError
 	if errors.As(err, &se) {
 		f.Outcome = Stranded
 		switch se.Kind {
-		case simulate.NoPackage:
+		case predict.NoPackage:
 			f.Message = fmt.Sprintf("package %s is not in the %s catalog: OLM has nothing to upgrade it to", st.Package, to.Index())
-		case simulate.NoChannel:
+		case predict.NoChannel:
 			f.Message = fmt.Sprintf("channel %s is not in the %s catalog (channels: %s): the Subscription no longer resolves until it names one of them",
 				st.Channel, to.Index(), strings.Join(se.Choices, ", "))
 		default:
@@ -234,11 +239,11 @@ func outcome(ctx context.Context, sim *simulate.Simulator, to openshift.Minor, s
 	}
 	f.End = p.End
 	switch {
-	case p.Result == simulate.Unresolvable:
+	case p.Result == predict.Unresolvable:
 		f.Outcome, f.Message = Unresolvable, p.Why()
-	case p.Result == simulate.Stranded && p.End == st.CSV:
+	case p.Result == predict.Stranded && p.End == st.CSV:
 		f.Outcome, f.Message = Stranded, p.Why()
-	case p.Result == simulate.Stranded:
+	case p.Result == predict.Stranded:
 		f.Outcome, f.Message = Moves, "short of the head: "+p.Why()
 	case p.End == st.CSV:
 		f.Outcome = Stays

@@ -11,7 +11,9 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
@@ -25,7 +27,7 @@ type Diff struct {
 	Old, New string
 	// Environment is what else the cluster has, the same for both catalogs: catalogs providing
 	// dependencies, installed operators.
-	Environment simulate.Environment
+	Environment predict.Environment
 	// Breaking reports only the changes that strand users, and fails when there is one.
 	Breaking bool
 	Output   string
@@ -58,36 +60,44 @@ func (d *Diff) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeOpened()
-	opened[1].VersionOf = "old"
+	cluster, err := d.Environment.Open(ctx, "old", "new")
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	// old and new are two versions of one CatalogSource: a cluster serves one or the other.
+	catalogs, err := olmv0.Load(ctx, cluster, olmv0.Source(opened))
+	if err != nil {
+		return err
+	}
+	o, n := catalogs.Index("old"), catalogs.Index("new")
+	changed := Changed(o, n, true)
 	// Only the packages that changed are asked of OLM, so only those, and what they depend on,
 	// are served.
-	scope := func(catalogs map[string]*index.Catalog) []string {
-		var roots []string
-		for pkg, changed := range changedPackages(catalogs["old"], catalogs["new"], true) {
-			if changed {
-				roots = append(roots, pkg)
-			}
+	roots := []string{}
+	for pkg, c := range changed {
+		if c {
+			roots = append(roots, pkg)
 		}
-		if d.Package != "" {
-			roots = append(roots, d.Package)
-		}
-		return roots
 	}
-	sim, existing, closeEnv, err := d.Environment.Simulator(ctx, scope, opened...)
+	if d.Package != "" {
+		roots = append(roots, d.Package)
+	}
+	sim, err := catalogs.Serve(ctx, roots)
 	if err != nil {
 		return err
 	}
-	defer closeEnv()
-	report, err := Compare(ctx, d.Old, d.New, sim, existing)
+	defer sim.Close()
+	report, err := Compare(ctx, d.Old, d.New, o, n, changed, olmv0.Judge{Simulator: sim, Old: "old", New: "new"})
 	if err != nil {
 		return err
 	}
-	return d.print(ctx, report, sim.Index("old"), sim.Index("new"))
+	return d.print(ctx, report, o, n)
 }
 
 // open reads the two catalogs, named old and new.
-func (d *Diff) open(ctx context.Context) ([]simulate.Catalog, func(), error) {
-	var opened []simulate.Catalog
+func (d *Diff) open(ctx context.Context) ([]predict.Catalog, func(), error) {
+	var opened []predict.Catalog
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -101,7 +111,7 @@ func (d *Diff) open(ctx context.Context) ([]simulate.Catalog, func(), error) {
 			return nil, nil, fmt.Errorf("reading the %s catalog: %w", c.name, err)
 		}
 		closers = append(closers, l.Close)
-		o := simulate.Loaded(l)
+		o := predict.Loaded(l)
 		o.Name = c.name
 		opened = append(opened, o)
 	}
@@ -116,25 +126,28 @@ func (d *Diff) runV1(ctx context.Context) error {
 		return err
 	}
 	defer closeOpened()
-	catalogs, closeEnv, err := d.Environment.V1Catalogs(ctx, opened...)
+	catalogs, closeEnv, err := olmv1.Open(ctx, d.Environment, opened...)
 	if err != nil {
 		return err
 	}
 	defer closeEnv()
 	others := catalogs[2:]
-	oldR, err := simulate.NewV1Resolver(append([]simulate.V1Catalog{catalogs[0]}, others...)...)
+	oldR, err := olmv1.NewResolver(append([]olmv1.Catalog{catalogs[0]}, others...)...)
 	if err != nil {
 		return err
 	}
-	newR, err := simulate.NewV1Resolver(append([]simulate.V1Catalog{catalogs[1]}, others...)...)
+	newR, err := olmv1.NewResolver(append([]olmv1.Catalog{catalogs[1]}, others...)...)
 	if err != nil {
 		return err
 	}
-	report, err := CompareV1(ctx, d.Old, d.New, oldR, newR)
+	o, n := oldR.Index("old"), newR.Index("new")
+	// operator-controller resolves no dependencies: only packages whose own content changed
+	// are compared.
+	report, err := Compare(ctx, d.Old, d.New, o, n, Changed(o, n, false), olmv1.Judge{Old: oldR, New: newR, OldCatalog: "old"})
 	if err != nil {
 		return err
 	}
-	return d.print(ctx, report, oldR.Index("old"), newR.Index("new"))
+	return d.print(ctx, report, o, n)
 }
 
 // print writes the report, or its picture, and fails with --breaking when something breaks.

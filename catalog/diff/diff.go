@@ -6,14 +6,14 @@
 // resolve, OLM now stops at a lower version than before, or the package, channel or default
 // channel the Subscription names is gone. Outcomes are not guessed from the edges: each bundle of
 // the old catalog is installed, and OLM's own resolver is asked for its path through the old
-// catalog and through the new one (catalog/simulate), with the dependencies other catalogs
+// catalog and through the new one (catalog/predict/olmv0), with the dependencies other catalogs
 // provide. A problem the old catalog already had is no change: it is reported apart.
 //
 // Only packages whose content changed, or whose dependencies' providers changed, are compared:
 // for any other, OLM's answers are the same in both catalogs.
 //
-// With OLM v1 (CompareV1) the users are ClusterExtensions and the judge is operator-controller's
-// rule (simulate.V1Resolver): the same kinds of change, the head being what a new
+// With OLM v1 the users are ClusterExtensions and the judge is operator-controller's rule
+// (catalog/predict/olmv1): the same kinds of change, the head being what a new
 // ClusterExtension with the same spec installs, and a default channel no one reads.
 package diff
 
@@ -21,18 +21,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
@@ -103,31 +101,11 @@ func (r *Report) Breaking() []Change {
 	return out
 }
 
-// Compare diffs the catalogs sim serves as "old" and "new", asking OLM whether users of the old
-// one are worse off, with the operators the cluster already has. oldName and newName say where
-// the catalogs came from, for the report.
-func Compare(ctx context.Context, oldName, newName string, sim *simulate.Simulator, existing []simulate.Existing) (*Report, error) {
-	o, n := sim.Index("old"), sim.Index("new")
-	return compare(ctx, oldName, newName, o, n, v0Judge{sim, existing}, changedPackages(o, n, true))
-}
-
-// CompareV1 is Compare for OLM v1: the users are ClusterExtensions, and operator-controller is
-// asked where each goes (simulate.V1Resolver.Walk). oldR resolves over the ClusterCatalog named
-// "old" and newR over the one named "new", each beside the same other ClusterCatalogs. Its
-// starts are each bundle of each channel of the old catalog, installed by a ClusterExtension
-// naming that channel, and each bundle of the package installed by one naming no channel, the
-// usual spec. operator-controller resolves no dependencies, so only packages whose own content
-// changed are compared.
-func CompareV1(ctx context.Context, oldName, newName string, oldR, newR *simulate.V1Resolver) (*Report, error) {
-	o, n := oldR.Index("old"), newR.Index("new")
-	if o == nil || n == nil {
-		return nil, fmt.Errorf("the resolvers lack the ClusterCatalogs \"old\" and \"new\"")
-	}
-	return compare(ctx, oldName, newName, o, n, &v1Judge{old: oldR, new: newR, oldIdx: o}, changedPackages(o, n, false))
-}
-
-func compare(ctx context.Context, oldName, newName string, o, n *index.Catalog, j judge, changed map[string]bool) (*Report, error) {
-	c := &comparer{Report: &Report{Old: oldName, New: newName}, j: j, w: j.wording()}
+// Compare diffs catalog o, named oldName in the report, with n, newName, asking j whether users
+// of o are worse off. changed are the packages to compare (Changed): any other gets the same
+// answers in both.
+func Compare(ctx context.Context, oldName, newName string, o, n *index.Catalog, changed map[string]bool, j predict.Judge) (*Report, error) {
+	c := &comparer{Report: &Report{Old: oldName, New: newName}, j: j, w: j.Wording()}
 	names := map[string]bool{}
 	for _, p := range append(o.Packages(), n.Packages()...) {
 		if p.Decl != nil {
@@ -139,7 +117,7 @@ func compare(ctx context.Context, oldName, newName string, o, n *index.Catalog, 
 		switch {
 		case np == nil || np.Decl == nil:
 			c.add(Change{Kind: PackageRemoved, Package: pkg, Breaking: true,
-				Message: fmt.Sprintf("package %s removed: its %s no longer resolve", pkg, c.w.users)})
+				Message: fmt.Sprintf("package %s removed: its %s no longer resolve", pkg, c.w.Users)})
 			continue
 		case op == nil || op.Decl == nil:
 			c.add(Change{Kind: PackageAdded, Package: pkg, Message: fmt.Sprintf("package %s added (default channel %s)", pkg, np.DefaultChannel())})
@@ -159,15 +137,8 @@ func compare(ctx context.Context, oldName, newName string, o, n *index.Catalog, 
 // comparer builds a report, asking j where users go.
 type comparer struct {
 	*Report
-	j judge
-	w wording
-}
-
-// wording names the OLM in a report's messages.
-type wording struct {
-	// olm is who decides, users who are moved, head what they are moved to.
-	olm, users, head string
-	v1               bool
+	j predict.Judge
+	w predict.Wording
 }
 
 func (r *Report) add(c Change) { r.Changes = append(r.Changes, c) }
@@ -176,7 +147,7 @@ func (c *comparer) comparePackage(ctx context.Context, op, np *index.Package) er
 	pkg := op.Name
 	if op.DefaultChannel() != np.DefaultChannel() {
 		switch {
-		case c.w.v1:
+		case c.w.V1:
 			c.add(Change{Kind: DefaultChannelChanged, Package: pkg, From: op.DefaultChannel(), To: np.DefaultChannel(),
 				Message: fmt.Sprintf("default channel %s -> %s (operator-controller does not read it: a ClusterExtension naming no channel takes every channel)", op.DefaultChannel(), np.DefaultChannel())})
 		case np.Channels[op.DefaultChannel()] == nil:
@@ -191,12 +162,12 @@ func (c *comparer) comparePackage(ctx context.Context, op, np *index.Package) er
 		och, nch := op.Channels[name], np.Channels[name]
 		switch {
 		case nch == nil:
-			msg := fmt.Sprintf("channel %s removed: its %s no longer resolve", name, c.w.users)
-			if c.w.v1 {
+			msg := fmt.Sprintf("channel %s removed: its %s no longer resolve", name, c.w.Users)
+			if c.w.V1 {
 				msg = fmt.Sprintf("channel %s removed: ClusterExtensions naming only it no longer resolve", name)
 			}
 			if to := renamedTo(och, np, op); to != "" {
-				msg = fmt.Sprintf("channel %s removed; %s, new, has the same bundles, but %s name their channel and are not moved: they no longer resolve", name, to, c.w.users)
+				msg = fmt.Sprintf("channel %s removed; %s, new, has the same bundles, but %s name their channel and are not moved: they no longer resolve", name, to, c.w.Users)
 			}
 			c.add(Change{Kind: ChannelRemoved, Package: pkg, Channel: name, Breaking: true, Message: msg})
 			continue
@@ -208,7 +179,7 @@ func (c *comparer) comparePackage(ctx context.Context, op, np *index.Package) er
 			return err
 		}
 	}
-	if c.w.v1 {
+	if c.w.V1 {
 		// The usual ClusterExtension names no channel: every bundle of the package, upgraded
 		// along every channel's edges.
 		return c.compareStarts(ctx, op, np, "", slices.Sorted(maps.Keys(op.Bundles)), false, "")
@@ -242,7 +213,7 @@ func (c *comparer) compareChannel(ctx context.Context, op, np *index.Package, oc
 		ch := Change{Kind: HeadMoved, Package: pkg, Channel: name, From: oh, To: nh, Message: fmt.Sprintf("head of channel %s moved %s -> %s", name, oh, nh)}
 		if lowered {
 			ch.Kind, ch.Breaking = HeadLowered, true
-			ch.Message = fmt.Sprintf("head of channel %s moved down, %s (%s) -> %s (%s): users on %s have nothing to upgrade to and %s never downgrades", name, oh, ov, nh, nv, oh, c.w.olm)
+			ch.Message = fmt.Sprintf("head of channel %s moved down, %s (%s) -> %s (%s): users on %s have nothing to upgrade to and %s never downgrades", name, oh, ov, nh, nv, oh, c.w.OLM)
 		}
 		c.add(ch)
 	}
@@ -261,7 +232,7 @@ func (c *comparer) compareStarts(ctx context.Context, op, np *index.Package, cha
 		where = "in any channel"
 	}
 	for _, b := range bundles {
-		before, after, ok, err := c.j.outcomes(ctx, pkg, channel, b)
+		before, after, ok, err := c.j.Outcomes(ctx, pkg, channel, b)
 		if err != nil {
 			return err
 		}
@@ -274,27 +245,27 @@ func (c *comparer) compareStarts(ctx context.Context, op, np *index.Package, cha
 		}
 		ch := Change{Package: pkg, Channel: channel, Bundle: b, Breaking: true}
 		switch {
-		case after.result == simulate.AtHead:
+		case after.Result == predict.AtHead:
 			continue
-		case before.result == simulate.AtHead && lowered && b == oh:
+		case before.Result == predict.AtHead && lowered && b == oh:
 			// The old head above a lowered one is the head-lowered change already.
 			continue
-		case before.result == simulate.AtHead && after.result == simulate.Stranded && after.end == before.end && after.headVersion != nil && after.endVersion != nil && after.headVersion.LT(*after.endVersion):
+		case before.Result == predict.AtHead && after.Result == predict.Stranded && after.End == before.End && after.HeadVersion != nil && after.EndVersion != nil && after.HeadVersion.LT(*after.EndVersion):
 			// Users stay where they were, now above the head: the head moved down under them,
 			// which OLM v1's latest does when the bundles above it are deprecated.
 			ch.Kind = HeadLowered
-			ch.Message = fmt.Sprintf("%s %s: the %s moved down to %s (%s); users on %s keep it, with nothing to upgrade to: %s never downgrades", b, where, c.w.head, after.head, after.headVersion, b, c.w.olm)
-		case before.result == simulate.AtHead:
+			ch.Message = fmt.Sprintf("%s %s: the %s moved down to %s (%s); users on %s keep it, with nothing to upgrade to: %s never downgrades", b, where, c.w.Head, after.Head, after.HeadVersion, b, c.w.OLM)
+		case before.Result == predict.AtHead:
 			ch.Kind = Stranded
-			ch.Message = fmt.Sprintf("%s %s: %s reached the %s %s and are now stranded at %s: %s", b, where, what, c.w.head, before.end, after.end, after.why)
-		case after.endVersion != nil && before.endVersion != nil && after.endVersion.LT(*before.endVersion):
+			ch.Message = fmt.Sprintf("%s %s: %s reached the %s %s and are now stranded at %s: %s", b, where, what, c.w.Head, before.End, after.End, after.Why)
+		case after.EndVersion != nil && before.EndVersion != nil && after.EndVersion.LT(*before.EndVersion):
 			ch.Kind = LandsLower
-			ch.Message = fmt.Sprintf("%s %s: %s took %s to %s and now stops lower, at %s: %s", b, where, c.w.olm, what, before.end, after.end, after.why)
+			ch.Message = fmt.Sprintf("%s %s: %s took %s to %s and now stops lower, at %s: %s", b, where, c.w.OLM, what, before.End, after.End, after.Why)
 		default:
 			ch.Kind, ch.Breaking = AlreadyStranded, false
-			ch.Message = fmt.Sprintf("%s %s: already stranded before this change, at %s: %s", b, where, before.end, before.why)
-			if after.end != before.end || after.why != before.why {
-				ch.Message += fmt.Sprintf("; now at %s: %s", after.end, after.why)
+			ch.Message = fmt.Sprintf("%s %s: already stranded before this change, at %s: %s", b, where, before.End, before.Why)
+			if after.End != before.End || after.Why != before.Why {
+				ch.Message += fmt.Sprintf("; now at %s: %s", after.End, after.Why)
 			}
 			c.AlreadyBroken = append(c.AlreadyBroken, ch)
 			continue
@@ -304,101 +275,11 @@ func (c *comparer) compareStarts(ctx context.Context, op, np *index.Package, cha
 	return nil
 }
 
-// outcome is where a start ends: at the head (v1: the latest), short of it, or unresolvable,
-// and why not at the head.
-type outcome struct {
-	result     simulate.Result
-	end        string
-	endVersion *semver.Version
-	why        string
-	// head is the channel head (v1: the latest), where a start that ends well ends.
-	head        string
-	headVersion *semver.Version
-}
-
-// judge asks an OLM where a user of the old catalog goes.
-type judge interface {
-	wording() wording
-	// outcomes installs bundle, of the old catalog's package, subscribed to channel ("" for
-	// none, OLM v1 only), and says where it ends in the old catalog and in the new; ok is false
-	// for a start that cannot exist.
-	outcomes(ctx context.Context, pkg, channel, bundle string) (before, after outcome, ok bool, err error)
-}
-
-// v0Judge asks OLM v0's resolver, with the cluster's installed operators.
-type v0Judge struct {
-	sim      *simulate.Simulator
-	existing []simulate.Existing
-}
-
-func (v0Judge) wording() wording { return wording{olm: "OLM", users: "Subscriptions", head: "head"} }
-
-func (j v0Judge) outcomes(ctx context.Context, pkg, channel, bundle string) (before, after outcome, ok bool, err error) {
-	start := simulate.Start{CSV: bundle, Package: pkg, Channel: channel, Existing: j.existing}
-	b, err := j.sim.Outcome(ctx, "old", start)
-	if err != nil {
-		return before, after, false, fmt.Errorf("simulating %s in channel %s of the old catalog: %w", bundle, channel, err)
-	}
-	start.InstalledFrom = "old"
-	a, err := j.sim.Outcome(ctx, "new", start)
-	if err != nil {
-		return before, after, false, fmt.Errorf("simulating %s in channel %s of the new catalog: %w", bundle, channel, err)
-	}
-	return outcome{result: b.Result, end: b.End, endVersion: b.EndVersion, why: b.Why(), head: b.Head},
-		outcome{result: a.Result, end: a.End, endVersion: a.EndVersion, why: a.Why(), head: a.Head}, true, nil
-}
-
-// v1Judge asks operator-controller's rule, over the old catalog and over the new, each with the
-// same other ClusterCatalogs.
-type v1Judge struct {
-	old, new *simulate.V1Resolver
-	oldIdx   *index.Catalog
-}
-
-func (*v1Judge) wording() wording {
-	return wording{olm: "operator-controller", users: "ClusterExtensions", head: "latest", v1: true}
-}
-
-func (j *v1Judge) outcomes(ctx context.Context, pkg, channel, bundle string) (before, after outcome, ok bool, err error) {
-	p := j.oldIdx.Package(pkg)
-	b := p.Bundles[bundle]
-	if b == nil || b.Version == nil {
-		// A channel entry without its bundle, or a bundle without a version: nothing a
-		// ClusterExtension can have installed.
-		return before, after, false, nil
-	}
-	req := simulate.V1Request{Package: pkg, Installed: &simulate.V1Installed{Name: bundle, Version: b.Version.String()}}
-	if channel != "" {
-		req.Channels = []string{channel}
-	}
-	var out [2]outcome
-	for i, r := range []*simulate.V1Resolver{j.old, j.new} {
-		path, err := r.Walk(ctx, req, "old")
-		var se *simulate.V1SpecError
-		if errors.As(err, &se) {
-			// A package or channel name the API server refuses: no ClusterExtension names it.
-			return before, after, false, nil
-		}
-		if err != nil {
-			return before, after, false, fmt.Errorf("asking operator-controller's rule about %s %s: %w", bundle, channelWhere(channel), err)
-		}
-		out[i] = outcome{result: path.Result, end: path.End, endVersion: path.EndSemver(), why: path.Why(), head: path.Latest, headVersion: path.LatestSemver()}
-	}
-	return out[0], out[1], true, nil
-}
-
-func channelWhere(channel string) string {
-	if channel == "" {
-		return "in any channel"
-	}
-	return "in channel " + channel
-}
-
-// changedPackages lists the packages whose content differs between the catalogs and, when
-// dependencies are followed, every package whose resolution can read a changed one
+// Changed lists the packages whose content differs between the catalogs and, when dependencies
+// are followed (OLM v0; OLM v1 resolves none), every package whose resolution can read a changed one
 // (index.Dependencies). Any other package gets the same answers from OLM in both catalogs: the
 // catalogs that provide dependencies, and the installed operators, are the same for both.
-func changedPackages(o, n *index.Catalog, followDependencies bool) map[string]bool {
+func Changed(o, n *index.Catalog, followDependencies bool) map[string]bool {
 	changed := map[string]bool{}
 	for _, p := range append(o.Packages(), n.Packages()...) {
 		if _, seen := changed[p.Name]; !seen {

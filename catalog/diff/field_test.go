@@ -16,8 +16,10 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/csi-olm/csi-olm/catalog/diff"
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
 
@@ -64,8 +66,8 @@ func release(i ...int) func(*declcfg.DeclarativeConfig) error {
 }
 
 // simulateEnv is a cluster that has the deps catalog beside the field catalog.
-func simulateEnv(f field) simulate.Environment {
-	return simulate.Environment{Catalogs: []string{f.deps}}
+func simulateEnv(f field) predict.Environment {
+	return predict.Environment{Catalogs: []string{f.deps}}
 }
 
 func (f field) diff(t *testing.T, newDir string, withDeps bool) (*diff.Report, error) {
@@ -190,34 +192,43 @@ func TestFieldDiffFailsOnSimulatorErrors(t *testing.T) {
 		t.Errorf("error %v, output %q: want the cancellation and nothing printed", err, out.String())
 	}
 
-	sim, existing := servedWhole(t, f.old, newDir, simulate.Environment{})
-	if r, err := diff.Compare(cancelled, f.old, newDir, sim, existing); !errors.Is(err, context.Canceled) || r != nil {
+	o, n, j := servedWhole(t, f.old, newDir, predict.Environment{})
+	if r, err := diff.Compare(cancelled, f.old, newDir, o, n, diff.Changed(o, n, true), j); !errors.Is(err, context.Canceled) || r != nil {
 		t.Errorf("report %+v, error %v: want the cancellation and no report", r, err)
 	}
 }
 
-// servedWhole is a simulator serving every package of the two catalogs and of env's.
-func servedWhole(t *testing.T, oldDir, newDir string, env simulate.Environment) (*simulate.Simulator, []simulate.Existing) {
+// servedWhole is the two catalogs, and OLM v0's judge over a simulator serving every package of
+// them and of env's.
+func servedWhole(t *testing.T, oldDir, newDir string, env predict.Environment) (o, n *index.Catalog, j olmv0.Judge) {
 	t.Helper()
 	ctx := context.Background()
-	var opened []simulate.Catalog
+	var opened []predict.Catalog
 	for _, c := range []struct{ name, dir string }{{"old", oldDir}, {"new", newDir}} {
 		l, err := load.Open(ctx, c.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(l.Close)
-		o := simulate.Loaded(l)
+		o := predict.Loaded(l)
 		o.Name = c.name
 		opened = append(opened, o)
 	}
-	opened[1].VersionOf = "old"
-	sim, existing, closeSim, err := env.Simulator(ctx, nil, opened...)
+	cluster, err := env.Open(ctx, "old", "new")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeSim)
-	return sim, existing
+	t.Cleanup(cluster.Close)
+	catalogs, err := olmv0.Load(ctx, cluster, olmv0.Source(opened))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := catalogs.Serve(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	return catalogs.Index("old"), catalogs.Index("new"), olmv0.Judge{Simulator: sim, Old: "old", New: "new"}
 }
 
 // diff serves only the packages that changed and what they depend on. Its report must be the
@@ -235,8 +246,8 @@ func TestFieldScopedServingAnswersAsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, existing := servedWhole(t, f.old, newDir, simulateEnv(f))
-	report, err := diff.Compare(context.Background(), f.old, newDir, sim, existing)
+	o, n, j := servedWhole(t, f.old, newDir, simulateEnv(f))
+	report, err := diff.Compare(context.Background(), f.old, newDir, o, n, diff.Changed(o, n, true), j)
 	if err != nil {
 		t.Fatal(err)
 	}

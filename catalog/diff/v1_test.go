@@ -11,7 +11,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 
 	"github.com/csi-olm/csi-olm/catalog/diff"
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/internal/option"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
@@ -157,7 +157,7 @@ func TestDiffV1RefusesV0Options(t *testing.T) {
 		want  string
 	}{
 		{diff.Diff{OLM: "v9"}, "OLM", `unknown OLM "v9"`},
-		{diff.Diff{OLM: "v1", Environment: simulate.Environment{Packages: []string{"cert-manager@1.14.4"}}}, "Environment.Packages", "operator-controller resolves no dependencies"},
+		{diff.Diff{OLM: "v1", Environment: predict.Environment{Packages: []string{"cert-manager@1.14.4"}}}, "Environment.Packages", "operator-controller resolves no dependencies"},
 	} {
 		d := tc.d
 		d.Old, d.New, d.Output, d.Out = "../community/v4.11", "../certified/v4.11", "text", &bytes.Buffer{}

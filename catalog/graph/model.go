@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/blang/semver/v4"
-
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
@@ -136,7 +134,7 @@ func Build(catalogName string, c, community *index.Catalog) []Package {
 func buildChannel(g *Package, ch *index.Channel, defaultChannel string, foreignPkg *index.Package, foreign map[string]Node) Channel {
 	head := ch.Head()
 	entries := slices.Clone(ch.Entries)
-	sort.SliceStable(entries, func(i, j int) bool { return versionOf(entries[i]).LT(versionOf(entries[j])) })
+	sort.SliceStable(entries, func(i, j int) bool { return index.OrZero(entries[i].Version).LT(index.OrZero(entries[j].Version)) })
 	c := Channel{Name: ch.Name, Default: ch.Name == defaultChannel}
 	var foreignBundles []*index.Bundle
 	if foreignPkg != nil {
@@ -188,14 +186,6 @@ func buildChannel(g *Package, ch *index.Channel, defaultChannel string, foreignP
 		}
 	}
 	return c
-}
-
-// versionOf orders entries without a version first.
-func versionOf(e *index.Entry) semver.Version {
-	if e.Version == nil {
-		return semver.Version{}
-	}
-	return *e.Version
 }
 
 // title names a graph in its drawing.

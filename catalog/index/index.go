@@ -135,6 +135,14 @@ func newChannel(ch *declcfg.Channel, p *Package) *Channel {
 	return c
 }
 
+// OrZero is v, or 0.0.0 for a bundle without a readable version, which orders it first.
+func OrZero(v *semver.Version) semver.Version {
+	if v == nil {
+		return semver.Version{}
+	}
+	return *v
+}
+
 // BundleVersion reads the bundle's olm.package version without decoding its other properties,
 // which may carry whole manifests.
 func BundleVersion(b *declcfg.Bundle) *semver.Version {

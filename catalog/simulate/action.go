@@ -1,3 +1,8 @@
+// Package simulate is the `csi-olm catalog simulate` verb: it predicts, offline, the bundles an
+// OLM installs one after the other from an installed bundle, and prints them. OLM v0's prediction
+// (Subscriptions) is catalog/predict/olmv0's, OLM v1's (ClusterExtensions, --olm v1)
+// catalog/predict/olmv1's; this package reads the options, the catalogs and the cluster, and
+// prints.
 package simulate
 
 import (
@@ -12,8 +17,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
-	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/openshift"
@@ -37,8 +43,8 @@ type Simulate struct {
 	Minor string
 	// Environment is what else the cluster has: catalogs providing dependencies, installed
 	// operators.
-	Environment Environment
-	Start       Start
+	Environment predict.Environment
+	Start       olmv0.Start
 	// All simulates every start: each bundle of each channel of Catalog, and with InstalledFrom
 	// each of its bundles whose package Catalog carries, in the channel it is in.
 	All bool
@@ -113,7 +119,7 @@ func (a *Simulate) Run(ctx context.Context) error {
 		return err
 	}
 	defer tc.Close()
-	opened := []Catalog{Loaded(tc)}
+	opened := []predict.Catalog{predict.Loaded(tc)}
 	if installedFrom != "" {
 		fc, err := load.Open(ctx, installedFrom)
 		if err != nil {
@@ -123,19 +129,36 @@ func (a *Simulate) Run(ctx context.Context) error {
 		if fc.Name == tc.Name {
 			fc.Name += "-installed"
 		}
-		opened = append(opened, Loaded(fc))
+		opened = append(opened, predict.Loaded(fc))
 	}
-	sim, existing, closeEnv, err := a.Environment.Simulator(ctx, nil, opened...)
+	names := make([]string, len(opened))
+	for i, c := range opened {
+		names[i] = c.Name
+	}
+	cluster, err := a.Environment.Open(ctx, names...)
 	if err != nil {
 		return err
 	}
-	defer closeEnv()
+	defer cluster.Close()
+	sources := make([]olmv0.Source, len(opened))
+	for i, c := range opened {
+		sources[i] = olmv0.Source{c}
+	}
+	catalogs, err := olmv0.Load(ctx, cluster, sources...)
+	if err != nil {
+		return err
+	}
+	sim, err := catalogs.Serve(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer sim.Close()
 
 	target := tc.Name
-	var starts []Start
+	var starts []olmv0.Start
 	switch {
 	case a.FromCluster:
-		if starts, err = clusterStarts(ctx, &a.Cluster, sim, target); err != nil {
+		if starts, err = clusterStarts(ctx, &a.Cluster, sim, target, tc.Arg); err != nil {
 			return err
 		}
 	case a.All && len(opened) > 1:
@@ -147,17 +170,17 @@ func (a *Simulate) Run(ctx context.Context) error {
 		if len(opened) > 1 {
 			st.InstalledFrom = opened[1].Name
 		}
-		starts = []Start{st}
+		starts = []olmv0.Start{st}
 	}
-	var paths []*Path
+	var paths []*olmv0.Path
 	unresolvable := 0
 	for _, st := range starts {
-		st.Existing = append(st.Existing, existing...)
+		st.Existing = append(st.Existing, sim.Existing()...)
 		p, err := sim.Simulate(ctx, target, st)
 		if err != nil {
 			return err
 		}
-		if p.Result == Unresolvable {
+		if p.Result == predict.Unresolvable {
 			unresolvable++
 		}
 		paths = append(paths, p)
@@ -260,8 +283,8 @@ func (a *Simulate) writePaths(text func() string, paths any) (bool, error) {
 	return false, nil
 }
 
-func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) error {
-	if done, err := a.writePaths(func() string { return Text(paths) }, paths); done {
+func (a *Simulate) print(ctx context.Context, sim *olmv0.Simulator, paths []*olmv0.Path) error {
+	if done, err := a.writePaths(func() string { return olmv0.Text(paths) }, paths); done {
 		return err
 	}
 	if len(paths) != 1 {
@@ -277,97 +300,4 @@ func (a *Simulate) print(ctx context.Context, sim *Simulator, paths []*Path) err
 	}
 	_, err = a.Out.Write(out)
 	return err
-}
-
-// Text renders paths for people: each step with its edge, the candidates passed over and why,
-// and where OLM stops.
-func Text(paths []*Path) string {
-	var b strings.Builder
-	for i, p := range paths {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		title := fmt.Sprintf("%s: package %s, channel %s (head %s)", p.Catalog, p.Package, p.Channel, p.Head)
-		if p.Subscription != "" {
-			title = "Subscription " + p.Subscription + " -> " + title
-		}
-		b.WriteString(title + "\n")
-		fmt.Fprintf(&b, "  installed  %s (%s, from %s)\n", p.Start.Name, p.Start.Version, p.Start.Catalog)
-		shown := map[string]bool{}
-		for n, st := range p.Steps {
-			fmt.Fprintf(&b, "  %d. %s (%s) by %s\n", n+1, st.To, st.Version, st.By())
-			for _, c := range st.Passed {
-				fmt.Fprintf(&b, "       not %s (%s, %s): %s\n", c.Bundle, c.Version, c.Edge, c.Why)
-			}
-			// A package's deprecation applies to every step: it is said once.
-			for _, d := range st.Deprecations {
-				if !shown[d] {
-					shown[d] = true
-					fmt.Fprintf(&b, "       deprecated: %s\n", d)
-				}
-			}
-		}
-		for _, d := range p.Dependencies {
-			what := "installs"
-			if d.Replaces != "" {
-				what = "upgrades " + d.Replaces + " to"
-			}
-			fmt.Fprintf(&b, "  with %s, OLM %s %s (%s, package %s, from %s), a dependency\n", d.With, what, d.CSV, d.Version, d.Package, d.Catalog)
-		}
-		switch p.Result {
-		case AtHead:
-			fmt.Fprintf(&b, "  OLM settles on %s, the channel head.\n", p.End)
-		case Stranded:
-			fmt.Fprintf(&b, "  OLM stops at %s, short of the head %s: %s.\n", p.End, p.Head, p.Stranded)
-		case Unresolvable:
-			fmt.Fprintf(&b, "  OLM cannot resolve the Subscription on %s: ResolutionFailed (%s): %s\n", p.End, p.ResolutionFailed.Reason, p.ResolutionFailed.Message)
-		}
-	}
-	return b.String()
-}
-
-func joinKinds[K ~string](kinds []K) string {
-	s := make([]string, len(kinds))
-	for i, k := range kinds {
-		s[i] = string(k)
-	}
-	return strings.Join(s, ", ")
-}
-
-// Picture is the package's upgrade graph in the path's catalog, with the path marked: the
-// installed CSV, and each step's edge numbered.
-func (s *Simulator) Picture(p *Path) (*graph.Package, error) {
-	tc := s.catalogs[p.Catalog]
-	foreign := p.Start.Catalog != p.Catalog
-	var from *index.Catalog
-	if fc := s.catalogs[p.Start.Catalog]; foreign && fc != nil {
-		from = fc.idx
-	}
-	var g *graph.Package
-	for _, pkg := range graph.Build(p.Catalog, tc.idx, from) {
-		if pkg.Name == p.Package {
-			g = &pkg
-		}
-	}
-	if g == nil {
-		return nil, fmt.Errorf("package %q is not in catalog %s", p.Package, tc.Dir)
-	}
-	const color = "#1f6feb"
-	id := func(bundle string) string {
-		if n := graph.NodeID(p.Channel, bundle); g.HasNode(n) && !(foreign && bundle == p.Start.Name) {
-			return n
-		}
-		n := graph.ForeignNodeID(bundle)
-		if !g.HasNode(n) {
-			g.Foreign = append(g.Foreign, graph.Node{ID: n, Label: bundle, Foreign: true})
-		}
-		return n
-	}
-	g.MarkNode(id(p.Start.Name), graph.Mark{Color: color, Note: "installed"})
-	for n, st := range p.Steps {
-		note := fmt.Sprintf("step %d", n+1)
-		g.MarkNode(id(st.To), graph.Mark{Color: color, Note: note})
-		g.MarkEdge(graph.Edge{From: id(st.From), To: id(st.To), Kind: st.Edge}, graph.Mark{Color: color, Note: note})
-	}
-	return g, nil
 }

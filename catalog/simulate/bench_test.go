@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
@@ -27,7 +28,7 @@ func fieldCatalogs(tb testing.TB) (field, deps string) {
 func BenchmarkSimulateAllField(b *testing.B) {
 	field, deps := fieldCatalogs(b)
 	for b.Loop() {
-		a := &simulate.Simulate{Catalog: field, All: true, Environment: simulate.Environment{Catalogs: []string{deps}}, Output: "text", Out: io.Discard}
+		a := &simulate.Simulate{Catalog: field, All: true, Environment: predict.Environment{Catalogs: []string{deps}}, Output: "text", Out: io.Discard}
 		var ue *simulate.UnresolvableError
 		if err := a.Run(context.Background()); !errors.As(err, &ue) {
 			b.Fatalf("error %v: want the starts of the package whose API nothing provides unresolvable", err)
@@ -42,7 +43,7 @@ func BenchmarkSimulateAllField(b *testing.B) {
 func BenchmarkSimulateV1AllField(b *testing.B) {
 	field, deps := fieldCatalogs(b)
 	for b.Loop() {
-		a := &simulate.Simulate{OLM: "v1", Catalog: field, All: true, Environment: simulate.Environment{Catalogs: []string{deps}}, Output: "text", Out: io.Discard}
+		a := &simulate.Simulate{OLM: "v1", Catalog: field, All: true, Environment: predict.Environment{Catalogs: []string{deps}}, Output: "text", Out: io.Discard}
 		var ue *simulate.UnresolvableError
 		if err := a.Run(context.Background()); !errors.As(err, &ue) {
 			b.Fatalf("error %v: want the starts of the packages that declare dependencies unresolvable", err)

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/olmresolver"
 )
@@ -21,7 +22,7 @@ import (
 // keeps its Subscription when that Subscription's catalog is one the simulator serves under the
 // same name, and is otherwise held where it is: the simulator cannot know what its own catalog
 // would offer it.
-func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, sim *Simulator, target string) ([]Start, error) {
+func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, sim *olmv0.Simulator, target, dir string) ([]olmv0.Start, error) {
 	cfg, err := opts.RESTConfig()
 	if err != nil {
 		return nil, err
@@ -38,14 +39,14 @@ func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, sim *Simulato
 		a, b := subs.Items[i], subs.Items[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
-	tc := sim.catalogs[target]
+	tc := sim.Index(target)
 	namespaces := map[string][]operatorsv1alpha1.ClusterServiceVersion{}
-	var starts []Start
+	var starts []olmv0.Start
 	var others []string
 	for i := range subs.Items {
 		sub := &subs.Items[i]
 		name := sub.Namespace + "/" + sub.Name
-		if sub.Spec == nil || tc.idx.Package(sub.Spec.Package) == nil {
+		if sub.Spec == nil || tc.Package(sub.Spec.Package) == nil {
 			others = append(others, name)
 			continue
 		}
@@ -75,7 +76,7 @@ func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, sim *Simulato
 		if err != nil {
 			return nil, fmt.Errorf("Subscription %s: %w", name, err)
 		}
-		st := Start{CSV: csv.Name, Package: sub.Spec.Package, Channel: sub.Spec.Channel, Subscription: name, Installed: &installed}
+		st := olmv0.Start{CSV: csv.Name, Package: sub.Spec.Package, Channel: sub.Spec.Channel, Subscription: name, Installed: &installed}
 		for j := range csvs {
 			other := &csvs[j]
 			if other.Name == csv.Name || other.IsCopied() {
@@ -90,14 +91,14 @@ func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, sim *Simulato
 		starts = append(starts, st)
 	}
 	if len(starts) == 0 {
-		return nil, fmt.Errorf("no Subscription of the cluster has installed a package of %s (Subscriptions: %s)", tc.Dir, orNone(others))
+		return nil, fmt.Errorf("no Subscription of the cluster has installed a package of %s (Subscriptions: %s)", dir, orNone(others))
 	}
 	return starts, nil
 }
 
 // existingFromCluster is another CSV of a start's namespace, with its Subscription when the
 // simulator serves that Subscription's catalog.
-func existingFromCluster(sim *Simulator, csv *operatorsv1alpha1.ClusterServiceVersion, subs []operatorsv1alpha1.Subscription) (Existing, error) {
+func existingFromCluster(sim *olmv0.Simulator, csv *operatorsv1alpha1.ClusterServiceVersion, subs []operatorsv1alpha1.Subscription) (olmv0.Existing, error) {
 	var owner *operatorsv1alpha1.Subscription
 	for i := range subs {
 		if s := &subs[i]; s.Namespace == csv.Namespace && s.Status.InstalledCSV == csv.Name && s.Spec != nil {
@@ -110,12 +111,12 @@ func existingFromCluster(sim *Simulator, csv *operatorsv1alpha1.ClusterServiceVe
 	}
 	op, err := olmresolver.FromCSV(csv, pkg)
 	if err != nil {
-		return Existing{}, err
+		return olmv0.Existing{}, err
 	}
-	if owner != nil && sim.catalogs[owner.Spec.CatalogSource] != nil {
+	if owner != nil && sim.Index(owner.Spec.CatalogSource) != nil {
 		op.Subscription = &olmresolver.Subscription{Name: owner.Name, Package: owner.Spec.Package, Channel: owner.Spec.Channel, Catalog: owner.Spec.CatalogSource}
 	}
-	return Existing{Operator: op, From: "cluster"}, nil
+	return olmv0.Existing{Operator: op, From: "cluster"}, nil
 }
 
 func orNone(list []string) string {

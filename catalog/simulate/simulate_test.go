@@ -8,208 +8,20 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/internal/option"
-	"github.com/csi-olm/csi-olm/internal/upgrade"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
 
-func dirCatalog(name, dir string) simulate.Catalog {
-	return simulate.Catalog{Name: name, Dir: dir, FS: os.DirFS(dir)}
-}
-
-func newSimulator(t *testing.T, catalogs ...simulate.Catalog) *simulate.Simulator {
-	t.Helper()
-	s, err := simulate.New(context.Background(), catalogs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
-}
-
-func synthetic(t *testing.T) simulate.Catalog {
-	t.Helper()
-	dir := t.TempDir()
-	if err := synthcatalog.Write(dir); err != nil {
-		t.Fatal(err)
-	}
-	return dirCatalog("synthetic", dir)
-}
-
-// route is a path as "v1 -replaces-> v2 -skipRange-> v3", the bundles shortened to their versions.
-func route(p *simulate.Path) string {
-	short := func(name string) string { return name[strings.LastIndex(name, ".v")+2:] }
-	out := short(p.Start.Name)
-	for _, s := range p.Steps {
-		out += " -" + string(s.Edge) + "-> " + short(s.To)
-	}
-	return out
-}
-
-// The expected routes follow OLM's rules as the package doc states them; TestSimulateMatchesOLM
-// in test/e2e checks the same starts against OLM itself.
-func TestSimulate(t *testing.T) {
-	// The newest minor's catalogs, and the older minors' certified ones that clusters upgrading
-	// to it installed from.
-	s := newSimulator(t, dirCatalog("certified", "../certified/v4.11"), dirCatalog("community", "../community/v4.11"),
-		dirCatalog("certified-v4.10", "../certified/v4.10"), dirCatalog("certified-v4.9", "../certified/v4.9"),
-		dirCatalog("certified-v4.5", "../certified/v4.5"), synthetic(t))
-	ebs, manila := "aws-ebs-csi-driver-operator", "manila-csi-driver-operator"
-	for _, tc := range []struct {
-		catalog  string
-		start    simulate.Start
-		route    string
-		stranded string
-		passed   []string
-	}{
-		{catalog: "community", start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, route: "0.0.6 -replaces-> 0.0.7 -replaces-> 0.0.8"},
-		{catalog: "community", start: simulate.Start{CSV: "aws-efs-operator.v0.0.8"}, route: "0.0.8"},
-		// The source switch: every community version goes straight to the minor's release.
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "community"}, route: "0.0.6 -skipRange-> 4.11.0"},
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-operator.v0.0.8", InstalledFrom: "community"}, route: "0.0.8 -skipRange-> 4.11.0"},
-		// A cluster upgraded from 4.10, its catalog now 4.11's: the release of 4.10 goes to 4.11's.
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.10.0", InstalledFrom: "certified-v4.10"}, route: "4.10.0 -skipRange-> 4.11.0"},
-		{catalog: "certified", start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.9.0", InstalledFrom: "certified-v4.9"}, route: "4.9.0 -skipRange-> 4.11.0"},
-		{catalog: "certified-v4.5", start: simulate.Start{CSV: "aws-ebs-csi-driver-operator.v4.5.0", Package: ebs}, route: "4.5.0"},
-		{catalog: "certified-v4.5", start: simulate.Start{CSV: "manila-csi-driver-operator.v4.5.0", Package: manila}, route: "4.5.0"},
-
-		// skipRange overlapping replaces: the candidate nearest the head wins, whatever the field.
-		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skiprange-overlap.v1.0.0"}, route: "1.0.0 -skipRange-> 1.2.0 -replaces-> 1.3.0",
-			passed: []string{"synthetic-skiprange-overlap.v1.1.0: further from the head"}},
-		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skiprange-overlap.v1.1.0"}, route: "1.1.0 -skipRange-> 1.3.0",
-			passed: []string{"synthetic-skiprange-overlap.v1.2.0: further from the head"}},
-		// A skipped bundle is never an upgrade target, though it replaces the installed one.
-		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skipped-middle.v1.0.0"}, route: "1.0.0 -replaces-> 1.2.0 -replaces-> 1.3.0",
-			passed: []string{"synthetic-skipped-middle.v1.1.0: skipped by synthetic-skipped-middle.v1.2.0"}},
-		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-skipped-middle.v1.1.0"}, route: "1.1.0 -skips-> 1.2.0 -replaces-> 1.3.0"},
-		// Two channels with the same bundles: the channel decides where the path goes.
-		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-shared-channels.v1.0.0"}, route: "1.0.0 -replaces-> 1.1.0"},
-		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-shared-channels.v1.0.0", Channel: "fast"}, route: "1.0.0 -skipRange-> 2.0.0",
-			passed: []string{"synthetic-shared-channels.v1.1.0: further from the head"}},
-		{catalog: "synthetic", start: simulate.Start{CSV: "synthetic-shared-channels.v1.1.0", Channel: "fast"}, route: "1.1.0 -skipRange-> 2.0.0",
-			passed: []string{"synthetic-shared-channels.v1.2.0: further from the head"}},
-	} {
-		t.Run(tc.catalog+"/"+tc.start.CSV+"/"+tc.start.Channel, func(t *testing.T) {
-			p, err := s.Simulate(context.Background(), tc.catalog, tc.start)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := route(p); got != tc.route {
-				t.Errorf("route %q, want %q", got, tc.route)
-			}
-			if !strings.Contains(p.Stranded, tc.stranded) || (tc.stranded == "") != (p.Stranded == "") {
-				t.Errorf("stranded %q, want %q", p.Stranded, tc.stranded)
-			}
-			var passed []string
-			for _, st := range p.Steps {
-				for _, c := range st.Passed {
-					passed = append(passed, c.Bundle+": "+c.Why)
-				}
-			}
-			if len(passed) != len(tc.passed) {
-				t.Fatalf("passed over %q, want %q", passed, tc.passed)
-			}
-			for i := range passed {
-				if !strings.HasPrefix(passed[i], tc.passed[i]) {
-					t.Errorf("passed over %q, want %q", passed[i], tc.passed[i])
-				}
-			}
-		})
-	}
-}
-
-func TestSimulateReportsDeprecations(t *testing.T) {
-	s := newSimulator(t, dirCatalog("community", "../community/v4.11"), synthetic(t))
-	p, err := s.Simulate(context.Background(), "community", simulate.Start{CSV: "aws-efs-operator.v0.0.7"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Steps) != 1 || len(p.Steps[0].Deprecations) != 1 || !strings.HasPrefix(p.Steps[0].Deprecations[0], "olm.package/aws-efs-operator: The community aws-efs-operator is deprecated") {
-		t.Errorf("steps %+v: want the package's deprecation on the step to 0.0.8", p.Steps)
-	}
-	// A deprecated channel still upgrades: OLM only reports it.
-	p, err = s.Simulate(context.Background(), "synthetic", simulate.Start{CSV: "synthetic-shared-channels.v1.0.0", Channel: "stable"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Steps) != 1 || p.Steps[0].Edge != upgrade.Replaces || len(p.Steps[0].Deprecations) != 1 || !strings.Contains(p.Steps[0].Deprecations[0], "subscribe to fast") {
-		t.Errorf("steps %+v: want the upgrade to 1.1.0 with the channel's deprecation", p.Steps)
-	}
-}
-
-func TestSimulateRefusesBadStarts(t *testing.T) {
-	s := newSimulator(t, dirCatalog("certified", "../certified/v4.11"), dirCatalog("community", "../community/v4.11"))
-	for _, tc := range []struct {
-		target string
-		start  simulate.Start
-		want   string
-	}{
-		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified/v4.11`},
-		{"certified", simulate.Start{CSV: "aws-efs-operator.v0.0.6", InstalledFrom: "nowhere"}, `no catalog named "nowhere"`},
-		{"certified", simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0", Channel: "fast"}, `package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.10, 4.11, 4.9, stable)`},
-		{"certified", simulate.Start{CSV: "x.v1", Package: "absent"}, `package "absent" is not in catalog ../certified/v4.11`},
-		{"elsewhere", simulate.Start{CSV: "x.v1"}, `no catalog named "elsewhere"`},
-	} {
-		_, err := s.Simulate(context.Background(), tc.target, tc.start)
-		var se *simulate.StartError
-		if err == nil || err.Error() != tc.want || !errors.As(err, &se) {
-			t.Errorf("%+v: error %v, want a StartError %q", tc.start, err, tc.want)
-		}
-	}
-}
-
-func TestSimulateRefusesBrokenCatalog(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "catalog.yaml"), []byte("schema: olm.package\nname: [broken\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := simulate.New(context.Background(), dirCatalog("broken", dir))
-	var be *simulate.BrokenCatalogError
-	if !errors.As(err, &be) || !strings.Contains(err.Error(), "cannot simulate "+dir) || !strings.Contains(err.Error(), "catalog.yaml") {
-		t.Fatalf("error %v: want one naming the catalog and its file", err)
-	}
-}
-
-// The cross-check on the test bed asks from several goroutines at once.
-func TestSimulateConcurrently(t *testing.T) {
-	s := newSimulator(t, synthetic(t))
-	starts := s.Starts("synthetic")
-	want := map[string]string{}
-	for _, st := range starts {
-		p, err := s.Simulate(context.Background(), "synthetic", st)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[st.Channel+"/"+st.CSV] = route(p)
-	}
-	errs := make(chan error, len(starts)*4)
-	for range 4 {
-		for _, st := range starts {
-			go func() {
-				p, err := s.Simulate(context.Background(), "synthetic", st)
-				if err == nil && route(p) != want[st.Channel+"/"+st.CSV] {
-					err = fmt.Errorf("%s/%s: route %q, alone %q", st.Channel, st.CSV, route(p), want[st.Channel+"/"+st.CSV])
-				}
-				errs <- err
-			}()
-		}
-	}
-	for range len(starts) * 4 {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 func TestPictureMarksThePath(t *testing.T) {
 	var out bytes.Buffer
-	a := &simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
+	a := &simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +45,7 @@ func TestSimulateVerbRefusesBadFlags(t *testing.T) {
 		want string
 	}{
 		{simulate.Simulate{Catalog: "../certified/v4.11", Output: "text"}, simulate.ErrOneStart.Error()},
-		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Start: simulate.Start{CSV: "x"}, Output: "text"}, simulate.ErrOneStart.Error()},
+		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Start: olmv0.Start{CSV: "x"}, Output: "text"}, simulate.ErrOneStart.Error()},
 		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Output: "html"}, `unknown output "html": use text, yaml, json, dot, mermaid, svg, png`},
 		{simulate.Simulate{Catalog: "../certified/v4.11", All: true, Output: "dot"}, "a picture shows one path and there are 4: start from one installed CSV"},
 	} {
@@ -250,7 +62,11 @@ func TestSimulateVerbRefusesBadFlags(t *testing.T) {
 // provides the dependencies, only the starts whose dependency nothing provides stay unresolvable.
 func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 	field, deps := fieldCatalogs(t)
-	s := newSimulator(t, dirCatalog(synthcatalog.FieldCatalog, field))
+	s, err := olmv0.New(context.Background(), predict.Catalog{Name: synthcatalog.FieldCatalog, Dir: field, FS: os.DirFS(field)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	starts := len(s.Starts(synthcatalog.FieldCatalog))
 	var needsOtherCatalog []string
 	for i := range synthcatalog.FieldPackages {
@@ -260,14 +76,14 @@ func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		env  simulate.Environment
+		env  predict.Environment
 		// unresolvable are the packages some of whose starts OLM cannot resolve.
 		unresolvable []string
 	}{
 		// A package that needs a sibling's API resolves alone: OLM installs an older release of
 		// the sibling, one that needs no other catalog yet.
-		{"alone", simulate.Environment{}, needsOtherCatalog},
-		{"with the deps catalog", simulate.Environment{Catalogs: []string{deps + ",priority=10"}}, []string{
+		{"alone", predict.Environment{}, needsOtherCatalog},
+		{"with the deps catalog", predict.Environment{Catalogs: []string{deps + ",priority=10"}}, []string{
 			synthcatalog.FieldPackage(synthcatalog.FieldNeedsNothingProvides),
 		}},
 	} {
@@ -279,7 +95,7 @@ func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 			if !errors.As(err, &ue) || ue.Starts != starts {
 				t.Fatalf("error %v: want an UnresolvableError over all %d starts", err, starts)
 			}
-			var got struct{ Paths []simulate.Path }
+			var got struct{ Paths []olmv0.Path }
 			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -290,13 +106,13 @@ func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 			count := 0
 			for _, p := range got.Paths {
 				switch {
-				case p.Result == simulate.Unresolvable:
+				case p.Result == predict.Unresolvable:
 					count++
 					unresolvable[p.Package] = true
 					if p.ResolutionFailed == nil || p.ResolutionFailed.Reason != "ConstraintsNotSatisfiable" || !strings.HasPrefix(p.ResolutionFailed.Message, "constraints not satisfiable: ") {
 						t.Errorf("%s: unresolvable with %+v: want OLM's ResolutionFailed", p.Start.Name, p.ResolutionFailed)
 					}
-				case p.Result != simulate.AtHead && p.Result != simulate.Stranded:
+				case p.Result != predict.AtHead && p.Result != predict.Stranded:
 					t.Errorf("%s: result %q", p.Start.Name, p.Result)
 				}
 			}
@@ -307,51 +123,6 @@ func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 				t.Errorf("unresolvable packages %v, want %v", slices.Sorted(maps.Keys(unresolvable)), tc.unresolvable)
 			}
 		})
-	}
-}
-
-// An upgrade that needs a package only a second catalog carries: OLM installs the dependency
-// from there, beside the upgrade, and without that catalog cannot resolve the Subscription.
-// TestSimulateMatchesOLM in test/e2e checks the same starts against OLM with two CatalogSources.
-func TestSimulateInstallsDependencies(t *testing.T) {
-	depsDir := t.TempDir()
-	if err := synthcatalog.WriteDependencies(depsDir); err != nil {
-		t.Fatal(err)
-	}
-	syn := synthetic(t)
-	const pkg = "synthetic-needs-dependency"
-	start := simulate.Start{CSV: pkg + ".v1.0.0"}
-
-	s := newSimulator(t, syn, dirCatalog("synthetic-deps", depsDir))
-	p, err := s.Simulate(context.Background(), "synthetic", start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := route(p); got != "1.0.0 -replaces-> 1.1.0 -replaces-> 1.2.0" || p.Result != simulate.AtHead {
-		t.Errorf("route %q, result %s: want the head through 1.1.0", got, p.Result)
-	}
-	want := []simulate.Dependency{{CSV: "synthetic-dependency.v2.0.0", Version: "2.0.0", Package: "synthetic-dependency", Catalog: "synthetic-deps", With: pkg + ".v1.1.0"}}
-	if fmt.Sprint(p.Dependencies) != fmt.Sprint(want) {
-		t.Errorf("dependencies %+v, want %+v", p.Dependencies, want)
-	}
-
-	// Alone, OLM keeps 1.0.0, as nothing provides what 1.1.0 needs; an installed 1.1.0 needs it
-	// itself, and the Subscription fails to resolve.
-	alone := newSimulator(t, syn)
-	const needs = "requires an operator with package: synthetic-dependency and with version in range: >=1.1.0"
-	p, err = alone.Simulate(context.Background(), "synthetic", start)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Result != simulate.Stranded || p.End != start.CSV || !strings.Contains(p.Stranded, "OLM cannot install "+pkg+".v1.1.0, which can replace "+start.CSV) || !strings.Contains(p.Stranded, needs) {
-		t.Errorf("alone from 1.0.0: result %s at %s (%s): want it kept, saying why", p.Result, p.End, p.Stranded)
-	}
-	p, err = alone.Simulate(context.Background(), "synthetic", simulate.Start{CSV: pkg + ".v1.1.0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Result != simulate.Unresolvable || p.ResolutionFailed == nil || !strings.Contains(p.ResolutionFailed.Message, needs) {
-		t.Errorf("alone from 1.1.0: result %s, %+v: want OLM's ResolutionFailed naming the dependency", p.Result, p.ResolutionFailed)
 	}
 }
 

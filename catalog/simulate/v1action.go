@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -19,7 +20,7 @@ import (
 // catalog named from, or nothing.
 type v1Start struct {
 	pkg       string
-	installed *V1Installed
+	installed *olmv1.Installed
 	from      string
 }
 
@@ -51,12 +52,12 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		return err
 	}
 	defer tc.Close()
-	catalogs, closeEnv, err := a.Environment.V1Catalogs(ctx, Loaded(tc))
+	catalogs, closeEnv, err := olmv1.Open(ctx, a.Environment, predict.Loaded(tc))
 	if err != nil {
 		return err
 	}
 	defer closeEnv()
-	r, err := NewV1Resolver(catalogs...)
+	r, err := olmv1.NewResolver(catalogs...)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		if fc.Name == tc.Name {
 			fc.Name += "-installed"
 		}
-		cfg, err := loadCatalog(ctx, Loaded(fc))
+		cfg, err := predict.Loaded(fc).Read(ctx)
 		if err != nil {
 			return err
 		}
@@ -88,24 +89,24 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		}
 		starts = []v1Start{st}
 	}
-	var paths []*V1Path
+	var paths []*olmv1.Path
 	unresolvable := 0
 	for _, st := range starts {
-		req := V1Request{Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: UpgradeConstraintPolicy(a.Policy), Installed: st.installed}
+		req := olmv1.Request{Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: olmv1.UpgradeConstraintPolicy(a.Policy), Installed: st.installed}
 		p, err := r.Walk(ctx, req, st.from)
-		var se *V1SpecError
+		var se *olmv1.SpecError
 		if errors.As(err, &se) {
 			// The options were checked: the catalog's own package name is what the API server
 			// refuses, and no ClusterExtension can install it.
-			p, err = &V1Path{Catalogs: r.Catalogs(), Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: req.Policy, Result: Unresolvable, Refused: se.Error()}, nil
+			p, err = &olmv1.Path{Catalogs: r.Catalogs(), Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: req.Policy, Result: predict.Unresolvable, Refused: se.Error()}, nil
 			if st.installed != nil {
-				p.Start = &Bundle{Name: st.installed.Name, Version: st.installed.Version, Catalog: st.from}
+				p.Start = &predict.Bundle{Name: st.installed.Name, Version: st.installed.Version, Catalog: st.from}
 			}
 		}
 		if err != nil {
 			return err
 		}
-		if p.Result == Unresolvable {
+		if p.Result == predict.Unresolvable {
 			unresolvable++
 		}
 		paths = append(paths, p)
@@ -119,45 +120,6 @@ func (a *Simulate) runV1(ctx context.Context) error {
 	return nil
 }
 
-// V1Catalogs reads the verb's catalogs and the environment's as ClusterCatalogs, in that order:
-// the verb's with their own priority, the environment's with theirs. A catalog with load problems
-// is refused, as New refuses it. Installed operators are refused: operator-controller resolves
-// no dependencies, so they change nothing. close removes what opening catalog images unpacked.
-func (e Environment) V1Catalogs(ctx context.Context, verbs ...Catalog) (catalogs []V1Catalog, close func(), err error) {
-	if err := e.v1Refusal(); err != nil {
-		return nil, nil, err
-	}
-	env, err := e.open(ctx, verbs)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, c := range env.catalogs {
-		if c.Priority < math.MinInt32 || c.Priority > math.MaxInt32 {
-			env.close()
-			return nil, nil, fmt.Errorf("catalog %s: priority %d is outside a ClusterCatalog's (a 32-bit integer)", c.Dir, c.Priority)
-		}
-		cfg, err := loadCatalog(ctx, c)
-		if err != nil {
-			env.close()
-			return nil, nil, err
-		}
-		catalogs = append(catalogs, V1Catalog{Name: c.Name, Priority: int32(c.Priority), Config: cfg})
-	}
-	return catalogs, env.close, nil
-}
-
-// v1Refusal refuses the installed operators, which only OLM v0 reads.
-func (e Environment) v1Refusal() error {
-	const noDependencies = "operator-controller resolves no dependencies (it refuses a bundle that declares one), so what the cluster has installed does not change its choice: not with --olm v1"
-	switch {
-	case len(e.Packages) > 0:
-		return option.Errorf("Environment.Packages", "%s", noDependencies)
-	case len(e.APIs) > 0:
-		return option.Errorf("Environment.APIs", "%s", noDependencies)
-	}
-	return nil
-}
-
 // v1Options refuses what only OLM v0 reads, and a ClusterExtension spec the API server or
 // operator-controller refuses whatever the start: each names the option.
 func (a *Simulate) v1Options() error {
@@ -167,7 +129,7 @@ func (a *Simulate) v1Options() error {
 	case a.Start.Channel != "":
 		return option.Errorf("Start.Channel", "a ClusterExtension's channels are Channels, not the start's")
 	}
-	if err := a.Environment.v1Refusal(); err != nil {
+	if err := olmv1.RefuseInstalled(a.Environment); err != nil {
 		return err
 	}
 	pkg := a.Start.Package
@@ -176,9 +138,9 @@ func (a *Simulate) v1Options() error {
 		// names is known here: any valid name stands in for it.
 		pkg = "package"
 	}
-	req := V1Request{Package: pkg, Channels: a.Channels, Version: a.Version, Policy: UpgradeConstraintPolicy(a.Policy)}
-	var se *V1SpecError
-	if err := checkV1Spec(req); errors.As(err, &se) {
+	req := olmv1.Request{Package: pkg, Channels: a.Channels, Version: a.Version, Policy: olmv1.UpgradeConstraintPolicy(a.Policy)}
+	var se *olmv1.SpecError
+	if err := olmv1.CheckSpec(req); errors.As(err, &se) {
 		field := map[string]string{"packageName": "Start.Package", "version": "Version", "upgradeConstraintPolicy": "Policy"}[strings.TrimPrefix(se.Field, "spec.source.catalog.")]
 		if field == "" {
 			field = "Channels"
@@ -186,7 +148,7 @@ func (a *Simulate) v1Options() error {
 		return &option.Error{Field: field, Err: err}
 	}
 	if a.Version != "" {
-		if _, err := parseVersionRange(a.Version); err != nil {
+		if err := olmv1.CheckVersionRange(a.Version); err != nil {
 			return option.Errorf("Version", "operator-controller refuses it: desired version range %q is invalid: %v", a.Version, err)
 		}
 	}
@@ -197,7 +159,7 @@ func (a *Simulate) v1Options() error {
 // ClusterCatalog carries (only Start.Package when given), a new ClusterExtension, unless the
 // bundles come from another catalog, then each bundle installed, by version. With channels,
 // only the packages and bundles of those channels.
-func (a *Simulate) v1AllStarts(r *V1Resolver, from string, fromIdx *index.Catalog, fresh bool) []v1Start {
+func (a *Simulate) v1AllStarts(r *olmv1.Resolver, from string, fromIdx *index.Catalog, fresh bool) []v1Start {
 	var out []v1Start
 	for _, p := range fromIdx.Packages() {
 		if p.Decl == nil || !r.HasPackage(p.Name) || a.Start.Package != "" && p.Name != a.Start.Package {
@@ -205,7 +167,7 @@ func (a *Simulate) v1AllStarts(r *V1Resolver, from string, fromIdx *index.Catalo
 		}
 		var bundles []*index.Bundle
 		for _, b := range p.Bundles {
-			if len(a.Channels) == 0 || slices.ContainsFunc(allowedChannels(p, a.Channels), func(ch *index.Channel) bool { return ch.Entry(b.Name) != nil }) {
+			if len(a.Channels) == 0 || slices.ContainsFunc(olmv1.AllowedChannels(p, a.Channels), func(ch *index.Channel) bool { return ch.Entry(b.Name) != nil }) {
 				bundles = append(bundles, b)
 			}
 		}
@@ -216,31 +178,31 @@ func (a *Simulate) v1AllStarts(r *V1Resolver, from string, fromIdx *index.Catalo
 			out = append(out, v1Start{pkg: p.Name})
 		}
 		sort.Slice(bundles, func(i, j int) bool {
-			vi, vj := versionOf(bundles[i].Version), versionOf(bundles[j].Version)
+			vi, vj := index.OrZero(bundles[i].Version), index.OrZero(bundles[j].Version)
 			return vi.LT(vj) || vi.EQ(vj) && bundles[i].Name < bundles[j].Name
 		})
 		for _, b := range bundles {
 			if b.Version == nil {
 				continue
 			}
-			out = append(out, v1Start{pkg: p.Name, installed: &V1Installed{Name: b.Name, Version: b.Version.String()}, from: from})
+			out = append(out, v1Start{pkg: p.Name, installed: &olmv1.Installed{Name: b.Name, Version: b.Version.String()}, from: from})
 		}
 	}
 	return out
 }
 
 // v1Start is the one installed bundle Start names, read from the catalog it came from.
-func (a *Simulate) v1Start(r *V1Resolver, from string, fromIdx *index.Catalog, fromDir, targetDir string) (v1Start, error) {
+func (a *Simulate) v1Start(r *olmv1.Resolver, from string, fromIdx *index.Catalog, fromDir, targetDir string) (v1Start, error) {
 	csv, pkg := a.Start.CSV, a.Start.Package
 	if pkg == "" {
 		pkgs := fromIdx.PackagesOf(csv)
 		switch len(pkgs) {
 		case 0:
-			return v1Start{}, &StartError{Kind: CSVNotInCatalog, CSV: csv, Catalog: fromDir}
+			return v1Start{}, &predict.StartError{Kind: predict.CSVNotInCatalog, CSV: csv, Catalog: fromDir}
 		case 1:
 			pkg = pkgs[0]
 		default:
-			return v1Start{}, &StartError{Kind: AmbiguousCSV, CSV: csv, Catalog: fromDir, Choices: pkgs}
+			return v1Start{}, &predict.StartError{Kind: predict.AmbiguousCSV, CSV: csv, Catalog: fromDir, Choices: pkgs}
 		}
 	}
 	p := fromIdx.Package(pkg)
@@ -249,34 +211,34 @@ func (a *Simulate) v1Start(r *V1Resolver, from string, fromIdx *index.Catalog, f
 		b = p.Bundles[csv]
 	}
 	if b == nil {
-		return v1Start{}, &StartError{Kind: CSVNotInCatalog, CSV: csv, Package: pkg, Catalog: fromDir}
+		return v1Start{}, &predict.StartError{Kind: predict.CSVNotInCatalog, CSV: csv, Package: pkg, Catalog: fromDir}
 	}
 	if b.Version == nil {
 		return v1Start{}, fmt.Errorf("bundle %q in catalog %s has no semver version", csv, fromDir)
 	}
 	if !r.HasPackage(pkg) {
-		return v1Start{}, &StartError{Kind: NoPackage, Package: pkg, Catalog: targetDir}
+		return v1Start{}, &predict.StartError{Kind: predict.NoPackage, Package: pkg, Catalog: targetDir}
 	}
 	// A channel no ClusterCatalog's package has is a typo more often than a spec: operator-
 	// controller would only report that it found nothing.
 	if len(a.Channels) > 0 {
 		var known []string
-		for _, c := range r.catalogs {
-			if cp := c.idx.Package(pkg); cp != nil {
+		for _, c := range r.Catalogs() {
+			if cp := r.Index(c.Name).Package(pkg); cp != nil {
 				known = append(known, cp.ChannelNames()...)
 			}
 		}
 		slices.Sort(known)
 		known = slices.Compact(known)
 		if !slices.ContainsFunc(a.Channels, func(ch string) bool { return slices.Contains(known, ch) }) {
-			return v1Start{}, &StartError{Kind: NoChannel, Package: pkg, Channel: strings.Join(a.Channels, ", "), Catalog: targetDir, Choices: known}
+			return v1Start{}, &predict.StartError{Kind: predict.NoChannel, Package: pkg, Channel: strings.Join(a.Channels, ", "), Catalog: targetDir, Choices: known}
 		}
 	}
-	return v1Start{pkg: pkg, installed: &V1Installed{Name: b.Name, Version: b.Version.String()}, from: from}, nil
+	return v1Start{pkg: pkg, installed: &olmv1.Installed{Name: b.Name, Version: b.Version.String()}, from: from}, nil
 }
 
-func (a *Simulate) printV1(ctx context.Context, r *V1Resolver, fromIdx *index.Catalog, from, target string, paths []*V1Path) error {
-	if done, err := a.writePaths(func() string { return TextV1(paths) }, paths); done {
+func (a *Simulate) printV1(ctx context.Context, r *olmv1.Resolver, fromIdx *index.Catalog, from, target string, paths []*olmv1.Path) error {
+	if done, err := a.writePaths(func() string { return olmv1.Text(paths) }, paths); done {
 		return err
 	}
 	if len(paths) != 1 {

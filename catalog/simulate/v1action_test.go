@@ -12,18 +12,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/internal/option"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
 
 // runV1 runs the verb with --olm v1 and JSON output, and reads the paths back.
-func runV1(t *testing.T, a simulate.Simulate) ([]simulate.V1Path, error) {
+func runV1(t *testing.T, a simulate.Simulate) ([]olmv1.Path, error) {
 	t.Helper()
 	var out bytes.Buffer
 	a.OLM, a.Output, a.Out = "v1", "json", &out
 	err := a.Run(context.Background())
-	var got struct{ Paths []simulate.V1Path }
+	var got struct{ Paths []olmv1.Path }
 	if out.Len() > 0 {
 		if jerr := json.Unmarshal(out.Bytes(), &got); jerr != nil {
 			t.Fatalf("output %q: %v", out.String(), jerr)
@@ -32,17 +35,24 @@ func runV1(t *testing.T, a simulate.Simulate) ([]simulate.V1Path, error) {
 	return got.Paths, err
 }
 
-// routes are the paths as "package start -edge-> bundle ...: result".
-func routes(paths []simulate.V1Path) []string {
+// routes are the paths as "package start -edge-> bundle ...: result", versions for bundles.
+func routes(paths []olmv1.Path) []string {
+	short := func(n string) string { return n[strings.LastIndex(n, ".v")+2:] }
 	var out []string
 	for _, p := range paths {
-		r := p.Package + " " + v1Route(&p) + ": " + string(p.Result)
-		out = append(out, r)
+		r := p.Package + " -"
+		if p.Start != nil {
+			r = p.Package + " " + short(p.Start.Name)
+		}
+		for _, s := range p.Steps {
+			r += " -" + s.Edge + "-> " + short(s.To)
+		}
+		out = append(out, r+": "+string(p.Result))
 	}
 	return out
 }
 
-func checkRoutes(t *testing.T, paths []simulate.V1Path, want []string) {
+func checkRoutes(t *testing.T, paths []olmv1.Path, want []string) {
 	t.Helper()
 	got := routes(paths)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -119,38 +129,38 @@ func TestSimulateV1CommittedCatalogs(t *testing.T) {
 	})
 	// Both kept as ClusterCatalogs of one priority: operator-controller cannot choose.
 	t.Run("community and certified side by side", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
-			Environment: simulate.Environment{Catalogs: []string{"../community/v4.11"}}})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"},
+			Environment: predict.Environment{Catalogs: []string{"../community/v4.11"}}})
 		var ue *simulate.UnresolvableError
 		if !errors.As(err, &ue) || ue.Unresolvable != 1 || !strings.Contains(err.Error(), "operator-controller cannot resolve 1 of 1") {
 			t.Fatalf("error %v: want the start unresolvable", err)
 		}
 		const want = `error upgrading from currently installed version "0.0.6": found bundles for package "aws-efs-operator" in multiple catalogs with the same priority [certified-v4.11 community-v4.11]`
-		if p := paths[0]; p.Result != simulate.Unresolvable || p.Progressing != want || p.End != "aws-efs-operator.v0.0.6" {
+		if p := paths[0]; p.Result != predict.Unresolvable || p.Progressing != want || p.End != "aws-efs-operator.v0.0.6" {
 			t.Errorf("path %+v: want %q, 0.0.6 kept", p, want)
 		}
 	})
 	// Community kept above certified: the community chain to its own head.
 	t.Run("community kept at a higher priority", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
-			Environment: simulate.Environment{Catalogs: []string{"../community/v4.11,priority=10"}}})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"},
+			Environment: predict.Environment{Catalogs: []string{"../community/v4.11,priority=10"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRoutes(t, paths, []string{efs + " 0.0.6 -replaces-> 0.0.7 -replaces-> 0.0.8: head"})
 	})
 	t.Run("community kept at a lower priority", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"},
-			Environment: simulate.Environment{Catalogs: []string{"../community/v4.11,priority=-1"}}})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"},
+			Environment: predict.Environment{Catalogs: []string{"../community/v4.11,priority=-1"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkRoutes(t, paths, []string{efs + " 0.0.6 -skipRange-> 4.11.0: head"})
 	})
 	t.Run("a version range short of the minor's release", func(t *testing.T) {
-		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Version: "<4.11.0"})
+		paths, err := runV1(t, simulate.Simulate{Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"}, Version: "<4.11.0"})
 		var ue *simulate.UnresolvableError
-		if !errors.As(err, &ue) || len(paths) != 1 || paths[0].Result != simulate.Unresolvable || paths[0].End != "aws-efs-operator.v0.0.6" {
+		if !errors.As(err, &ue) || len(paths) != 1 || paths[0].Result != predict.Unresolvable || paths[0].End != "aws-efs-operator.v0.0.6" {
 			t.Fatalf("error %v, paths %+v: want 0.0.6 kept, unresolvable", err, paths)
 		}
 	})
@@ -158,7 +168,7 @@ func TestSimulateV1CommittedCatalogs(t *testing.T) {
 
 func TestSimulateV1Text(t *testing.T) {
 	var out bytes.Buffer
-	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "text", Out: &out}
+	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "text", Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +184,7 @@ func TestSimulateV1Text(t *testing.T) {
 
 func TestSimulateV1PictureMarksThePath(t *testing.T) {
 	var out bytes.Buffer
-	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
+	a := &simulate.Simulate{OLM: "v1", Catalog: "../certified/v4.11", InstalledFrom: "../community/v4.11", Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"}, Output: "dot", Out: &out}
 	if err := a.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -199,15 +209,15 @@ func TestSimulateV1RefusesBadOptions(t *testing.T) {
 	}{
 		{simulate.Simulate{OLM: "v2", All: true}, "OLM", `unknown OLM "v2": use v0 (Subscriptions, resolved by OLM's catalog operator) or v1 (ClusterExtensions, resolved by operator-controller)`},
 		{simulate.Simulate{OLM: "v1", FromCluster: true}, "FromCluster", "reads the cluster's OLM v0 Subscriptions"},
-		{simulate.Simulate{OLM: "v1", All: true, Environment: simulate.Environment{Packages: []string{"cert-manager@1.14.4"}}}, "Environment.Packages", "operator-controller resolves no dependencies"},
-		{simulate.Simulate{OLM: "v1", All: true, Environment: simulate.Environment{APIs: []string{"cert-manager.io/v1/Issuer"}}}, "Environment.APIs", "operator-controller resolves no dependencies"},
+		{simulate.Simulate{OLM: "v1", All: true, Environment: predict.Environment{Packages: []string{"cert-manager@1.14.4"}}}, "Environment.Packages", "operator-controller resolves no dependencies"},
+		{simulate.Simulate{OLM: "v1", All: true, Environment: predict.Environment{APIs: []string{"cert-manager.io/v1/Issuer"}}}, "Environment.APIs", "operator-controller resolves no dependencies"},
 		{simulate.Simulate{OLM: "v1", All: true, Version: ">=4.10 <<5"}, "Version", `the API server refuses the ClusterExtension: spec.source.catalog.version: Invalid value: ">=4.10 <<5": invalid version expression`},
 		{simulate.Simulate{OLM: "v1", All: true, Version: "4.10.0-01"}, "Version", `operator-controller refuses it: desired version range "4.10.0-01" is invalid: constraint parser error`},
 		{simulate.Simulate{OLM: "v1", All: true, Channels: []string{"Stable"}}, "Channels", `spec.source.catalog.channels[0]: Invalid value: "Stable": channels entries must be valid DNS1123 subdomains`},
 		{simulate.Simulate{OLM: "v1", All: true, Policy: "Always"}, "Policy", `Unsupported value: supported values: "CatalogProvided", "SelfCertified"`},
 		{simulate.Simulate{Version: ">=4.10.0", All: true}, "Version", "a version range is a ClusterExtension's (--olm v1)"},
 		{simulate.Simulate{Policy: "SelfCertified", All: true}, "Policy", "an upgrade constraint policy is a ClusterExtension's (--olm v1)"},
-		{simulate.Simulate{Channels: []string{"stable", "preview"}, Start: simulate.Start{CSV: "x"}}, "Channels", "a Subscription names one channel, and 2 were given (stable, preview)"},
+		{simulate.Simulate{Channels: []string{"stable", "preview"}, Start: olmv0.Start{CSV: "x"}}, "Channels", "a Subscription names one channel, and 2 were given (stable, preview)"},
 	} {
 		var out bytes.Buffer
 		a := tc.a
@@ -228,10 +238,10 @@ func TestSimulateV1RefusesBadStarts(t *testing.T) {
 		a    simulate.Simulate
 		want string
 	}{
-		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified/v4.11`},
-		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0"}, Channels: []string{"fast"}},
+		{simulate.Simulate{Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"}}, `CSV "aws-efs-operator.v0.0.6" is not in catalog ../certified/v4.11`},
+		{simulate.Simulate{Start: olmv0.Start{CSV: "aws-efs-csi-driver-operator.v4.11.0"}, Channels: []string{"fast"}},
 			`package "aws-efs-operator" of catalog ../certified/v4.11 has no channel "fast" (channels: 4.10, 4.11, 4.9, stable)`},
-		{simulate.Simulate{Start: simulate.Start{CSV: "aws-efs-operator.v0.0.6"}, InstalledFrom: "../community/v4.11", Catalog: "../certified/v4.11"}, ""},
+		{simulate.Simulate{Start: olmv0.Start{CSV: "aws-efs-operator.v0.0.6"}, InstalledFrom: "../community/v4.11", Catalog: "../certified/v4.11"}, ""},
 		{simulate.Simulate{}, simulate.ErrOneStart.Error()},
 		{simulate.Simulate{All: true, Output: "dot"}, "a picture shows one path and there are 2: start from one installed bundle"},
 	} {
@@ -329,13 +339,13 @@ func treeDigest(t *testing.T, root string) string {
 func TestFieldSimulateV1AllReportsEveryStart(t *testing.T) {
 	field, deps := fieldCatalogs(t)
 	var out bytes.Buffer
-	a := &simulate.Simulate{OLM: "v1", Catalog: field, All: true, Environment: simulate.Environment{Catalogs: []string{deps + ",priority=10"}}, Output: "json", Out: &out}
+	a := &simulate.Simulate{OLM: "v1", Catalog: field, All: true, Environment: predict.Environment{Catalogs: []string{deps + ",priority=10"}}, Output: "json", Out: &out}
 	err := a.Run(context.Background())
 	var ue *simulate.UnresolvableError
 	if !errors.As(err, &ue) {
 		t.Fatalf("error %v: want an UnresolvableError", err)
 	}
-	var got struct{ Paths []simulate.V1Path }
+	var got struct{ Paths []olmv1.Path }
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
@@ -355,10 +365,10 @@ func TestFieldSimulateV1AllReportsEveryStart(t *testing.T) {
 		switch {
 		case dependsOnSomething(i):
 			unresolvable++
-			if p.Result != simulate.Unresolvable || !strings.HasPrefix(p.Progressing, `validating bundle "`+p.Package) || !strings.Contains(p.Progressing, "has a dependency declared via property") {
+			if p.Result != predict.Unresolvable || !strings.HasPrefix(p.Progressing, `validating bundle "`+p.Package) || !strings.Contains(p.Progressing, "has a dependency declared via property") {
 				t.Errorf("%s from %v: %s (%s), want operator-controller's refusal of a bundle with a dependency", p.Package, p.Start, p.Result, p.Progressing)
 			}
-		case p.Result != simulate.AtHead || p.End != p.Latest:
+		case p.Result != predict.AtHead || p.End != p.Latest:
 			t.Errorf("%s from %v: %s at %s (%s), want the latest %s", p.Package, p.Start, p.Result, p.End, p.Why(), p.Latest)
 		}
 	}

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/internal/olmresolver"
@@ -26,8 +27,8 @@ type Upgrade struct {
 
 // noChannel says whether findUpgrade failed on a channel the target's package lacks.
 func noChannel(err error) bool {
-	var se *simulate.StartError
-	return errors.As(err, &se) && se.Kind == simulate.NoChannel
+	var se *predict.StartError
+	return errors.As(err, &se) && se.Kind == predict.NoChannel
 }
 
 // findUpgrade asks OLM's own resolver, over the target CatalogSource's registry, where a
@@ -36,16 +37,16 @@ func noChannel(err error) bool {
 // the same catalog. It fails unless OLM reaches the channel's head, saying where and why it
 // stops; a channel the package lacks is a *simulate.StartError of kind NoChannel.
 func findUpgrade(ctx context.Context, r *olm.Registry, channel string, installed olmresolver.Operator) (*Upgrade, error) {
-	sim, err := simulate.New(ctx, simulate.Catalog{Name: r.Source(), Dir: r.Name, Registry: r.Client()})
+	sim, err := olmv0.New(ctx, predict.Catalog{Name: r.Source(), Dir: r.Name, Registry: r.Client()})
 	if err != nil {
 		return nil, fmt.Errorf("reading catalog %s: %w", r.Name, err)
 	}
 	defer sim.Close()
-	p, err := sim.Simulate(ctx, r.Source(), simulate.Start{CSV: installed.CSV, Package: efs.Package, Channel: channel, Installed: &installed})
+	p, err := sim.Simulate(ctx, r.Source(), olmv0.Start{CSV: installed.CSV, Package: efs.Package, Channel: channel, Installed: &installed})
 	if err != nil {
 		return nil, err
 	}
-	if p.Result != simulate.AtHead {
+	if p.Result != predict.AtHead {
 		at := p.End
 		if p.End != installed.CSV {
 			at = fmt.Sprintf("%s, where it takes the installed %s,", p.End, installed.CSV)

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/catalog/predict"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/kube"
@@ -51,7 +53,7 @@ const checkTimeout = 3 * time.Minute
 // catalog once OLM has settled.
 type crossCheck struct {
 	source string
-	start  simulate.Start
+	start  olmv0.Start
 	// switched is the community -> certified switch: the start is installed from source with
 	// Manual approval, `catalog simulate --from-cluster` is asked, then the Subscription's
 	// source becomes certified and approval Automatic.
@@ -100,11 +102,11 @@ func TestSimulateMatchesOLM(t *testing.T) {
 		}
 		dirs[source] = dir
 	}
-	var catalogs []simulate.Catalog
+	var catalogs []predict.Catalog
 	for name, dir := range dirs {
-		catalogs = append(catalogs, simulate.Catalog{Name: name, Dir: dir, FS: os.DirFS(dir)})
+		catalogs = append(catalogs, predict.Catalog{Name: name, Dir: dir, FS: os.DirFS(dir)})
 	}
-	sim, err := simulate.New(ctx, catalogs...)
+	sim, err := olmv0.New(ctx, catalogs...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +173,7 @@ func TestSimulateMatchesOLM(t *testing.T) {
 
 // run installs the start in its own namespace, records the CSVs OLM creates there, and compares
 // them with the prediction; it removes what it installed before returning.
-func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithWatch, sim *simulate.Simulator, ns string) (want []string, err error) {
+func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithWatch, sim *olmv0.Simulator, ns string) (want []string, err error) {
 	kc := f.stack.Client
 	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return nil, err
@@ -239,7 +241,7 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 
 // predict is the path `catalog simulate` gives: the start, then each step's bundle, and the
 // dependencies OLM installs on the way. Every start of these catalogs resolves.
-func (c crossCheck) predict(ctx context.Context, sim *simulate.Simulator) (path, deps []string, err error) {
+func (c crossCheck) predict(ctx context.Context, sim *olmv0.Simulator) (path, deps []string, err error) {
 	target, start := c.source, c.start
 	if c.switched {
 		target, start.InstalledFrom = certifiedSource, c.source
@@ -248,7 +250,7 @@ func (c crossCheck) predict(ctx context.Context, sim *simulate.Simulator) (path,
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.Result == simulate.Unresolvable {
+	if p.Result == predict.Unresolvable {
 		return nil, nil, fmt.Errorf("simulate cannot resolve the start: %s", p.ResolutionFailed.Message)
 	}
 	path = []string{p.Start.Name}
@@ -262,7 +264,7 @@ func (c crossCheck) predict(ctx context.Context, sim *simulate.Simulator) (path,
 }
 
 // installStart approves the install of the start alone: the Subscription's approval is Manual.
-func installStart(ctx context.Context, kc client.Client, ns string, start simulate.Start) error {
+func installStart(ctx context.Context, kc client.Client, ns string, start olmv0.Start) error {
 	sub, err := testbed.WaitForSubscription(ctx, kc, ns, start.Package, "an InstallPlan", func(s *operatorsv1alpha1.Subscription) bool {
 		return s.Status.InstallPlanRef != nil
 	})
@@ -358,7 +360,7 @@ func (c crossCheck) fromClusterAgrees(ctx context.Context, s *testbed.Stack, ns 
 	if err := a.Run(ctx); err != nil {
 		return fmt.Errorf("simulate --from-cluster: %w", err)
 	}
-	var got struct{ Paths []simulate.Path }
+	var got struct{ Paths []olmv0.Path }
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -36,7 +36,7 @@ type v1Spec struct {
 	catalogs []definition.Catalog // the selector: these catalogs by name; nil selects every one
 	version  string
 	channels []string
-	policy   simulate.UpgradeConstraintPolicy
+	policy   olmv1.UpgradeConstraintPolicy
 }
 
 func (s *v1Spec) catalogFields() map[string]any {
@@ -110,7 +110,7 @@ func TestSimulateV1MatchesOperatorController(t *testing.T) {
 			&v1Spec{catalogs: certified, channels: []string{before.String()}}},
 		{"down to the minor before", &v1Spec{catalogs: certified, version: head}, &v1Spec{catalogs: older, version: previousRelease}},
 		{"down to the minor before, self-certified", &v1Spec{catalogs: certified, version: head},
-			&v1Spec{catalogs: older, version: previousRelease, policy: simulate.SelfCertified}},
+			&v1Spec{catalogs: older, version: previousRelease, policy: olmv1.SelfCertified}},
 		{"community 0.0.6 unpinned", &v1Spec{catalogs: community, version: "0.0.6"}, &v1Spec{catalogs: community}},
 		{"community 0.0.6 to certified", &v1Spec{catalogs: community, version: "0.0.6"}, &v1Spec{catalogs: certified}},
 		{"community 0.0.7 to both catalogs", &v1Spec{catalogs: community, version: "0.0.7"}, &v1Spec{catalogs: []definition.Catalog{definition.Community, definition.Certified}}},
@@ -123,13 +123,13 @@ func TestSimulateV1MatchesOperatorController(t *testing.T) {
 			if i > 0 {
 				deleteOLMv1Extension(ctx, t, s)
 			}
-			var installed *simulate.V1Installed
+			var installed *olmv1.Installed
 			if c.from != nil {
 				createOLMv1Extension(ctx, t, s, ns, c.from.catalogFields(), noPreflight)
 				u := waitSettled(ctx, t, s)
 				name, _, _ := unstructured.NestedString(u.Object, "status", "install", "bundle", "name")
 				version, _, _ := unstructured.NestedString(u.Object, "status", "install", "bundle", "version")
-				installed = &simulate.V1Installed{Name: name, Version: version}
+				installed = &olmv1.Installed{Name: name, Version: version}
 				patchOLMv1Catalog(ctx, t, s, c.to.catalogFields())
 			} else {
 				createOLMv1Extension(ctx, t, s, ns, c.to.catalogFields(), noPreflight)
@@ -152,21 +152,21 @@ func (o v1Outcome) String() string {
 }
 
 // predictV1 is the simulator's outcome for spec, from installed, on the catalogs spec selects.
-func predictV1(ctx context.Context, tb testing.TB, configs map[definition.Catalog]*declcfg.DeclarativeConfig, spec *v1Spec, installed *simulate.V1Installed) v1Outcome {
+func predictV1(ctx context.Context, tb testing.TB, configs map[definition.Catalog]*declcfg.DeclarativeConfig, spec *v1Spec, installed *olmv1.Installed) v1Outcome {
 	tb.Helper()
 	selected := spec.catalogs
 	if len(selected) == 0 {
 		selected = slices.Sorted(maps.Keys(configs)) // no selector: every ClusterCatalog
 	}
-	var catalogs []simulate.V1Catalog
+	var catalogs []olmv1.Catalog
 	for _, name := range selected {
-		catalogs = append(catalogs, simulate.V1Catalog{Name: string(name), Config: configs[name]})
+		catalogs = append(catalogs, olmv1.Catalog{Name: string(name), Config: configs[name]})
 	}
-	r, err := simulate.NewV1Resolver(catalogs...)
+	r, err := olmv1.NewResolver(catalogs...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	path, err := r.Walk(ctx, simulate.V1Request{Package: efsPackage, Channels: spec.channels, Version: spec.version, Policy: spec.policy, Installed: installed}, "")
+	path, err := r.Walk(ctx, olmv1.Request{Package: efsPackage, Channels: spec.channels, Version: spec.version, Policy: spec.policy, Installed: installed}, "")
 	if err != nil {
 		tb.Fatal(err)
 	}

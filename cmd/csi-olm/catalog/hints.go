@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -45,15 +45,15 @@ func withHints(cmd *cobra.Command, err error) error {
 			return &hinted{strings.Replace(err.Error(), oe.Error(), "--"+name+": "+oe.Err.Error(), 1), err}
 		}
 	}
-	var se *simulate.StartError
+	var se *predict.StartError
 	if errors.As(err, &se) {
 		hint := ""
 		switch {
-		case se.Kind == simulate.CSVNotInCatalog && !cmd.Flags().Changed("installed-from"):
+		case se.Kind == predict.CSVNotInCatalog && !cmd.Flags().Changed("installed-from"):
 			hint = "name the catalog it was installed from with --installed-from"
-		case se.Kind == simulate.AmbiguousCSV:
+		case se.Kind == predict.AmbiguousCSV:
 			hint = "name its package with --package"
-		case se.Kind == simulate.NoChannel:
+		case se.Kind == predict.NoChannel:
 			hint = "name one with --channel"
 		}
 		if hint != "" {
@@ -74,7 +74,7 @@ func flagFilling(f *pflag.FlagSet, field string) string {
 }
 
 // environmentFlags are the flags that describe the rest of the cluster, for simulate and diff.
-func environmentFlags(f *pflag.FlagSet, env *simulate.Environment) {
+func environmentFlags(f *pflag.FlagSet, env *predict.Environment) {
 	f.StringArrayVar(&env.Catalogs, "with-catalog", nil, "another CatalogSource of the cluster, providing dependencies: a directory or image, optionally followed by ,priority=N (repeatable)")
 	f.StringArrayVar(&env.Packages, "existing-operator", nil, "an operator the cluster has installed, as PACKAGE@VERSION (repeatable)")
 	f.StringArrayVar(&env.APIs, "existing-api", nil, "an API an installed operator provides, as GROUP/VERSION/KIND (repeatable)")

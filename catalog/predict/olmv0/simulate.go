@@ -1,6 +1,7 @@
-// Package simulate is the `csi-olm catalog simulate` verb: it predicts, offline, the bundles OLM
-// installs one after the other from an installed CSV up to its channel's head, with the
-// dependencies OLM installs on the way.
+// Package olmv0 predicts OLM v0, offline: the bundles OLM installs one after the other for a
+// Subscription, from an installed CSV up to its channel's head, with the dependencies it installs
+// on the way. `csi-olm catalog simulate` prints its paths, `catalog diff` and
+// `catalog cluster-upgrade` compare them, and `migrate subscription` follows one.
 //
 // Where the rules come from:
 //   - What OLM installs next is decided by OLM's own resolver (internal/olmresolver, over
@@ -23,18 +24,11 @@
 // A test on the test bed (test/e2e, TestSimulateMatchesOLM) installs every start of the project's
 // catalogs and of the synthetic ones with real OLM, dependencies on a second catalog included,
 // and checks OLM takes the predicted path.
-//
-// OLM v1 (--olm v1) picks bundles by another rule, operator-controller's, which v1.go restates
-// and documents (V1Resolver.Resolve: one reconcile; V1Resolver.Walk: every reconcile until it settles).
-// It is not run but restated, as operator-controller is not a dependency of this module; it was
-// checked against operator-controller v1.11.0's CatalogResolver on 20,000 random catalogs and
-// ClusterExtensions, choices and error messages alike, with no difference.
-package simulate
+package olmv0
 
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"sort"
@@ -43,31 +37,12 @@ import (
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	registryclient "github.com/operator-framework/operator-registry/pkg/client"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
-	"github.com/csi-olm/csi-olm/catalog/load"
-	"github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/internal/olmresolver"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
-
-// Catalog is a file-based catalog to simulate against, served under Name (the CatalogSource
-// name a Subscription would use) with Priority (the CatalogSource's spec.priority).
-type Catalog struct {
-	Name     string
-	Dir      string
-	FS       fs.FS
-	Priority int
-	// Registry, when set, is a running registry serving the catalog (a CatalogSource's): the catalog
-	// is read from it (load.FromRegistry) and OLM's resolver asks it, and FS is not read.
-	Registry registryclient.Interface
-	// VersionOf names the catalog this one is another version of, as the new catalog of a diff
-	// is of the old: a cluster serves one or the other, so a resolution against either sees
-	// neither the other nor its dependencies.
-	VersionOf string
-}
 
 // Start is an installed CSV and the Subscription that would move it.
 type Start struct {
@@ -96,32 +71,20 @@ type Existing struct {
 	From string
 }
 
-// Result is how a start ends.
-type Result string
-
-const (
-	// AtHead: OLM settles on the channel head.
-	AtHead Result = "head"
-	// Stranded: OLM keeps a CSV short of the head and reports nothing wrong.
-	Stranded Result = "stranded"
-	// Unresolvable: OLM reports ResolutionFailed on the Subscription.
-	Unresolvable Result = "unresolvable"
-)
-
 // Path is what OLM does from a Start: each bundle it installs, in order.
 type Path struct {
-	Subscription string `json:"subscription,omitempty"`
-	Catalog      string `json:"catalog"`
-	Package      string `json:"package"`
-	Channel      string `json:"channel"`
-	Start        Bundle `json:"start"`
-	Steps        []Step `json:"steps"`
+	Subscription string         `json:"subscription,omitempty"`
+	Catalog      string         `json:"catalog"`
+	Package      string         `json:"package"`
+	Channel      string         `json:"channel"`
+	Start        predict.Bundle `json:"start"`
+	Steps        []Step         `json:"steps"`
 	// Dependencies are the operators of other packages OLM installs or upgrades on the way.
 	Dependencies []Dependency `json:"dependencies,omitempty"`
 	// End is the CSV OLM settles on; Head the channel's head.
-	End    string `json:"end"`
-	Head   string `json:"head"`
-	Result Result `json:"result"`
+	End    string         `json:"end"`
+	Head   string         `json:"head"`
+	Result predict.Result `json:"result"`
 	// Stranded says why OLM stops short of the head without an error.
 	Stranded string `json:"stranded,omitempty"`
 	// ResolutionFailed is the condition OLM sets on the Subscription when it cannot resolve.
@@ -134,19 +97,12 @@ type Path struct {
 // keeps the CSV; "" when it reaches the head.
 func (p *Path) Why() string {
 	switch p.Result {
-	case Unresolvable:
+	case predict.Unresolvable:
 		return "OLM cannot resolve the Subscription (ResolutionFailed, " + p.ResolutionFailed.Reason + "): " + p.ResolutionFailed.Message
-	case Stranded:
+	case predict.Stranded:
 		return p.Stranded
 	}
 	return ""
-}
-
-// Bundle is a CSV and the catalog it comes from.
-type Bundle struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Catalog string `json:"catalog"`
 }
 
 // Step is one upgrade OLM performs.
@@ -204,6 +160,8 @@ type Dependency struct {
 type Simulator struct {
 	resolver *olmresolver.Resolver
 	catalogs map[string]*loaded
+	// existing are the cluster's installed operators.
+	existing []Existing
 	close    []func()
 
 	mu   sync.Mutex
@@ -211,8 +169,10 @@ type Simulator struct {
 }
 
 type loaded struct {
-	Catalog
+	predict.Catalog
 	idx *index.Catalog
+	// source numbers the CatalogSource the catalog is a version of.
+	source int
 }
 
 // resolution is what OLM answered for one state of the namespace.
@@ -220,90 +180,6 @@ type resolution struct {
 	ops    []*cache.Entry
 	failed *olmresolver.ResolutionError
 }
-
-// New loads and serves the catalogs, every package of them. A catalog with load problems is
-// refused with every problem, as `csi-olm catalog validate` reports them.
-func New(ctx context.Context, catalogs ...Catalog) (*Simulator, error) {
-	return NewScoped(ctx, nil, catalogs...)
-}
-
-// Scope picks, from the loaded catalogs' models by name, the packages simulations will start
-// from.
-type Scope func(catalogs map[string]*index.Catalog) []string
-
-// NewScoped loads the catalogs and serves, of each, only the packages scope picks and those they
-// can reach through dependencies in any of the catalogs: OLM's answers for those packages do
-// not depend on the others, and building a registry's cache is most of a simulation's time on a
-// large catalog. A nil scope serves every package.
-func NewScoped(ctx context.Context, scope Scope, catalogs ...Catalog) (*Simulator, error) {
-	s := &Simulator{catalogs: map[string]*loaded{}, memo: map[string]resolution{}}
-	configs := map[string]*declcfg.DeclarativeConfig{}
-	indexes := map[string]*index.Catalog{}
-	for _, c := range catalogs {
-		if _, dup := s.catalogs[c.Name]; dup {
-			return nil, fmt.Errorf("two catalogs are named %q: name them apart", c.Name)
-		}
-		if c.Registry != nil {
-			// The catalog is read from the registry, and OLM's resolver reads it again: one
-			// listing of its bundles serves both.
-			c.Registry = load.ListedOnce(c.Registry)
-		}
-		cfg, err := loadCatalog(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		s.catalogs[c.Name] = &loaded{Catalog: c, idx: index.New(cfg)}
-		configs[c.Name], indexes[c.Name] = cfg, s.catalogs[c.Name].idx
-	}
-	var packages map[string]bool
-	if scope != nil {
-		packages = index.Dependencies(slices.Collect(maps.Values(indexes))...).Reach(scope(indexes))
-	}
-	var sources []olmresolver.Source
-	for _, c := range catalogs {
-		client := s.catalogs[c.Name].Registry
-		if client == nil {
-			srv, err := load.Serve(ctx, c.FS, configs[c.Name], packages)
-			if err != nil {
-				s.Close()
-				return nil, fmt.Errorf("serving %s: %w", c.Dir, err)
-			}
-			s.close = append(s.close, srv.Close)
-			client = srv.Client
-		}
-		sources = append(sources, olmresolver.Source{Name: c.Name, Priority: c.Priority, Client: client})
-	}
-	r, err := olmresolver.New(sources...)
-	if err != nil {
-		s.Close()
-		return nil, err
-	}
-	s.resolver = r
-	return s, nil
-}
-
-// loadCatalog reads a catalog from its registry, or from its files refusing one with load
-// problems, every one of them.
-func loadCatalog(ctx context.Context, c Catalog) (*declcfg.DeclarativeConfig, error) {
-	if c.Registry != nil {
-		cfg, err := load.FromRegistry(ctx, c.Registry)
-		if err != nil {
-			return nil, fmt.Errorf("catalog %s: %w", c.Dir, err)
-		}
-		return cfg, nil
-	}
-	v, problems := validation.Load(ctx, c.FS, c.Dir)
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("loading %s: %w", c.Dir, err)
-	}
-	if len(problems) > 0 {
-		return nil, &BrokenCatalogError{Dir: c.Dir, Problems: problems}
-	}
-	return v.Config, nil
-}
-
-// Loaded is a catalog as the loader read it, to simulate against under its name.
-func Loaded(c *load.Catalog) Catalog { return Catalog{Name: c.Name, Dir: c.Arg, FS: c.FS} }
 
 // Close stops the in-process registries.
 func (s *Simulator) Close() {
@@ -332,7 +208,7 @@ func (s *Simulator) Starts(catalog string) []Start {
 	for _, p := range c.idx.Packages() {
 		for _, ch := range p.SortedChannels() {
 			entries := append([]*index.Entry(nil), ch.Entries...)
-			sort.SliceStable(entries, func(i, j int) bool { return versionOf(entries[i].Version).LT(versionOf(entries[j].Version)) })
+			sort.SliceStable(entries, func(i, j int) bool { return index.OrZero(entries[i].Version).LT(index.OrZero(entries[j].Version)) })
 			for _, e := range entries {
 				out = append(out, Start{CSV: e.Name, Package: p.Name, Channel: ch.Name})
 			}
@@ -357,13 +233,6 @@ func (s *Simulator) StartsFrom(from, target string) []Start {
 		}
 	}
 	return out
-}
-
-func versionOf(v *semver.Version) semver.Version {
-	if v == nil {
-		return semver.Version{}
-	}
-	return *v
 }
 
 // Simulate predicts the path OLM takes from start in catalog target, each step explained. A
@@ -404,7 +273,7 @@ func newOperator(op olmresolver.Operator, from string) operator {
 func (s *Simulator) walk(ctx context.Context, target string, start Start, explain bool) (*Path, error) {
 	tc := s.catalogs[target]
 	if tc == nil {
-		return nil, &StartError{Kind: NoCatalog, Catalog: target}
+		return nil, &predict.StartError{Kind: predict.NoCatalog, Catalog: target}
 	}
 	from := target
 	if start.InstalledFrom != "" {
@@ -412,23 +281,23 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 	}
 	fc := s.catalogs[from]
 	if fc == nil {
-		return nil, &StartError{Kind: NoCatalog, Catalog: from}
+		return nil, &predict.StartError{Kind: predict.NoCatalog, Catalog: from}
 	}
 	pkg := start.Package
 	if pkg == "" {
 		pkgs := fc.idx.PackagesOf(start.CSV)
 		switch len(pkgs) {
 		case 0:
-			return nil, &StartError{Kind: CSVNotInCatalog, CSV: start.CSV, Catalog: fc.Dir}
+			return nil, &predict.StartError{Kind: predict.CSVNotInCatalog, CSV: start.CSV, Catalog: fc.Dir}
 		case 1:
 			pkg = pkgs[0]
 		default:
-			return nil, &StartError{Kind: AmbiguousCSV, CSV: start.CSV, Catalog: fc.Dir, Choices: pkgs}
+			return nil, &predict.StartError{Kind: predict.AmbiguousCSV, CSV: start.CSV, Catalog: fc.Dir, Choices: pkgs}
 		}
 	}
 	p := tc.idx.Package(pkg)
 	if p == nil {
-		return nil, &StartError{Kind: NoPackage, Package: pkg, Catalog: tc.Dir}
+		return nil, &predict.StartError{Kind: predict.NoPackage, Package: pkg, Catalog: tc.Dir}
 	}
 	channel := start.Channel
 	if channel == "" {
@@ -436,7 +305,7 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 	}
 	ch := p.Channels[channel]
 	if ch == nil {
-		return nil, &StartError{Kind: NoChannel, Package: pkg, Channel: channel, Catalog: tc.Dir, Choices: p.ChannelNames()}
+		return nil, &predict.StartError{Kind: predict.NoChannel, Package: pkg, Channel: channel, Catalog: tc.Dir, Choices: p.ChannelNames()}
 	}
 	installed := start.Installed
 	startFrom := from
@@ -453,7 +322,7 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 	main.Subscription = &olmresolver.Subscription{Name: pkg, Package: pkg, Channel: channel, Catalog: target}
 	path := &Path{
 		Subscription: start.Subscription, Catalog: target, Package: pkg, Channel: channel,
-		Start: Bundle{Name: main.CSV, Version: main.Version.String(), Catalog: startFrom},
+		Start: predict.Bundle{Name: main.CSV, Version: main.Version.String(), Catalog: startFrom},
 		Head:  ch.Head(),
 	}
 	ns := []operator{newOperator(main, startFrom)}
@@ -477,7 +346,7 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 			return nil, fmt.Errorf("resolving %s from %s in channel %q of %s: %w", pkg, ns[0].CSV, channel, tc.Dir, err)
 		}
 		if res.failed != nil {
-			path.Result, path.ResolutionFailed = Unresolvable, res.failed
+			path.Result, path.ResolutionFailed = predict.Unresolvable, res.failed
 			break
 		}
 		if len(res.ops) == 0 {
@@ -503,11 +372,11 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 	end := ns[0]
 	path.End, path.EndVersion = end.CSV, &end.Version
 	switch {
-	case path.Result == Unresolvable:
+	case path.Result == predict.Unresolvable:
 	case path.End == path.Head:
-		path.Result = AtHead
+		path.Result = predict.AtHead
 	default:
-		path.Result = Stranded
+		path.Result = predict.Stranded
 		why, err := s.stranded(ctx, tc, ch, ns)
 		if err != nil {
 			return nil, err
@@ -525,7 +394,7 @@ func (s *Simulator) catalogOperator(catalog, pkg, csv string) (olmresolver.Opera
 		return olmresolver.Operator{}, fmt.Errorf("reading catalog %s: %w", s.catalogs[catalog].Dir, err)
 	}
 	if len(entries) == 0 {
-		return olmresolver.Operator{}, &StartError{Kind: CSVNotInCatalog, CSV: csv, Package: pkg, Catalog: s.catalogs[catalog].Dir}
+		return olmresolver.Operator{}, &predict.StartError{Kind: predict.CSVNotInCatalog, CSV: csv, Package: pkg, Catalog: s.catalogs[catalog].Dir}
 	}
 	if entries[0].Version == nil {
 		return olmresolver.Operator{}, fmt.Errorf("CSV %q in catalog %s has no version", csv, s.catalogs[catalog].Dir)
@@ -573,19 +442,13 @@ func (s *Simulator) resolve(target string, ns []operator) (resolution, error) {
 	return res, nil
 }
 
-// versionsBeside are the other versions of the target catalog, which a cluster serving target
-// does not serve.
+// versionsBeside are the other versions of the target catalog's CatalogSource, which a cluster
+// serving target does not serve.
 func (s *Simulator) versionsBeside(target string) []string {
-	group := func(c *loaded) string {
-		if c.VersionOf != "" {
-			return c.VersionOf
-		}
-		return c.Name
-	}
 	var out []string
 	if t := s.catalogs[target]; t != nil {
 		for _, name := range slices.Sorted(maps.Keys(s.catalogs)) {
-			if c := s.catalogs[name]; name != target && group(c) == group(t) {
+			if c := s.catalogs[name]; name != target && c.source == t.source {
 				out = append(out, name)
 			}
 		}

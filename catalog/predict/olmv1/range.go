@@ -1,4 +1,4 @@
-package simulate
+package olmv1
 
 import (
 	"regexp"
@@ -12,7 +12,7 @@ import (
 // (compare.NewVersionRange in internal/operator-controller/catalogmetadata/compare). The second
 // is the library itself, at the version operator-controller v1.11.0 links (v3.5.0), with its
 // quirks, since they decide what operator-controller installs: "<=2.x" admits 2.9.0 but not
-// 3.0.0, "<= *" nothing above 0.0.x, "^*" nothing but 0.0.0. v1range_test.go holds them.
+// 3.0.0, "<= *" nothing above 0.0.x, "^*" nothing but 0.0.0. range_test.go holds them.
 
 // versionMaxLength is the CRD's maxLength of spec.source.catalog.version.
 const versionMaxLength = 64
@@ -34,6 +34,13 @@ func parseVersionRange(s string) (*versionRange, error) {
 		return nil, err
 	}
 	return &versionRange{c}, nil
+}
+
+// CheckVersionRange says whether operator-controller reads s as a version range, with the
+// library's error when it does not.
+func CheckVersionRange(s string) error {
+	_, err := parseVersionRange(s)
+	return err
 }
 
 // contains says whether a bundle's version, read with blang/semver and written out again,

@@ -1,20 +1,9 @@
-package simulate
+package predict
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/csi-olm/csi-olm/catalog/validation"
-	"github.com/csi-olm/csi-olm/internal/olmresolver"
 )
-
-// The errors the simulator returns are of three kinds, kept apart so that callers can tell them:
-//   - OLM saying no is no error: it is a Path whose Result is Unresolvable, with OLM's
-//     ResolutionFailed condition (olmresolver.ResolutionError);
-//   - a start that names what the catalogs do not have is a *StartError;
-//   - anything else (a catalog that does not load, I/O, a cancelled context) is a failure to
-//     simulate, and no verdict on the start.
 
 // StartErrorKind says what a start names that the catalogs lack.
 type StartErrorKind int
@@ -53,26 +42,4 @@ func (e *StartError) Error() string {
 	default:
 		return fmt.Sprintf("package %q of catalog %s has no channel %q (channels: %s)", e.Package, e.Catalog, e.Channel, strings.Join(e.Choices, ", "))
 	}
-}
-
-// BrokenCatalogError is a catalog that does not load, with every problem.
-type BrokenCatalogError struct {
-	Dir      string
-	Problems []validation.Problem
-}
-
-func (e *BrokenCatalogError) Error() string {
-	lines := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		lines[i] = p.String()
-	}
-	return fmt.Sprintf("cannot simulate %s:\n%s", e.Dir, strings.Join(lines, "\n"))
-}
-
-func asResolutionError(err error) (*olmresolver.ResolutionError, bool) {
-	var re *olmresolver.ResolutionError
-	if errors.As(err, &re) {
-		return re, true
-	}
-	return nil, false
 }

@@ -1,4 +1,4 @@
-package simulate
+package olmv1
 
 import (
 	"context"
@@ -10,41 +10,42 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
 	"github.com/csi-olm/csi-olm/catalog/index"
+	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 )
 
-// How a V1Step's bundle was chosen, beside the upgrade.Kind of an edge.
+// How a Step's bundle was chosen, beside the upgrade.Kind of an edge.
 const (
-	// V1Install: nothing was installed.
-	V1Install = "install"
-	// V1SameVersion: the bundle has the installed bundle's version and release, under another
+	// EdgeInstall: nothing was installed.
+	EdgeInstall = "install"
+	// EdgeSameVersion: the bundle has the installed bundle's version and release, under another
 	// name, and no edge from it.
-	V1SameVersion = "same version"
-	// V1SelfCertified: the policy ignores edges.
-	V1SelfCertified = "SelfCertified"
+	EdgeSameVersion = "same version"
+	// EdgeSelfCertified: the policy ignores edges.
+	EdgeSelfCertified = "SelfCertified"
 )
 
-// V1Path is what operator-controller does for a ClusterExtension from a start: each bundle it
+// Path is what operator-controller does for a ClusterExtension from a start: each bundle it
 // rolls out, one reconcile after the other, until it resolves to what is installed.
-type V1Path struct {
-	Catalogs []V1CatalogRef          `json:"catalogs"`
+type Path struct {
+	Catalogs []CatalogRef            `json:"catalogs"`
 	Package  string                  `json:"package"`
 	Channels []string                `json:"channels,omitempty"`
 	Version  string                  `json:"version,omitempty"`
 	Policy   UpgradeConstraintPolicy `json:"upgradeConstraintPolicy"`
 	// Start is the installed bundle and the catalog it came from; nil for a new
 	// ClusterExtension.
-	Start *Bundle  `json:"start,omitempty"`
-	Steps []V1Step `json:"steps"`
+	Start *predict.Bundle `json:"start,omitempty"`
+	Steps []Step          `json:"steps"`
 	// End is the bundle operator-controller settles on, "" when it installs nothing.
 	End        string `json:"end,omitempty"`
 	EndVersion string `json:"endVersion,omitempty"`
 	// Latest is what a new ClusterExtension with the same spec installs, v1's channel head;
 	// LatestError says why it installs nothing.
-	Latest        string `json:"latest,omitempty"`
-	LatestVersion string `json:"latestVersion,omitempty"`
-	LatestError   string `json:"latestError,omitempty"`
-	Result        Result `json:"result"`
+	Latest        string         `json:"latest,omitempty"`
+	LatestVersion string         `json:"latestVersion,omitempty"`
+	LatestError   string         `json:"latestError,omitempty"`
+	Result        predict.Result `json:"result"`
 	// Stranded says why operator-controller stops short of Latest without an error.
 	Stranded string `json:"stranded,omitempty"`
 	// Progressing is operator-controller's error when it cannot resolve: the message of the
@@ -58,52 +59,52 @@ type V1Path struct {
 }
 
 // Why says why the path does not end at Latest; "" when it does.
-func (p *V1Path) Why() string {
+func (p *Path) Why() string {
 	switch p.Result {
-	case Unresolvable:
+	case predict.Unresolvable:
 		if p.Refused != "" {
 			return p.Refused
 		}
 		return "operator-controller cannot resolve the ClusterExtension (Progressing, Retrying): " + p.Progressing
-	case Stranded:
+	case predict.Stranded:
 		return p.Stranded
 	}
 	return ""
 }
 
 // EndSemver is End's version, nil when nothing is installed.
-func (p *V1Path) EndSemver() *semver.Version { return p.endVersion }
+func (p *Path) EndSemver() *semver.Version { return p.endVersion }
 
 // LatestSemver is Latest's version, nil when a new ClusterExtension installs nothing.
-func (p *V1Path) LatestSemver() *semver.Version {
+func (p *Path) LatestSemver() *semver.Version {
 	if v, err := semver.Parse(p.LatestVersion); err == nil {
 		return &v
 	}
 	return nil
 }
 
-// V1Step is one bundle operator-controller rolls out.
-type V1Step struct {
+// Step is one bundle operator-controller rolls out.
+type Step struct {
 	From    string `json:"from,omitempty"`
 	To      string `json:"to"`
 	Version string `json:"version"`
 	Catalog string `json:"catalog"`
 	// Edge is how To was chosen: an upgrade.Kind (the field of To's channel entry that names
-	// From or contains its version), V1SameVersion, V1SelfCertified or V1Install; Edges every
+	// From or contains its version), EdgeSameVersion, EdgeSelfCertified or EdgeInstall; Edges every
 	// such field, Channel the first channel, by name, declaring it.
 	Edge      string   `json:"edge"`
 	Edges     []string `json:"edges,omitempty"`
 	Channel   string   `json:"channel,omitempty"`
 	SkipRange string   `json:"skipRange,omitempty"`
 	// Passed are the other candidates, and why operator-controller did not choose them.
-	Passed []V1Passed `json:"passed,omitempty"`
+	Passed []Passed `json:"passed,omitempty"`
 	// Deprecations are the messages of the ClusterExtension's Deprecated condition once To is
 	// installed.
 	Deprecations []string `json:"deprecations,omitempty"`
 }
 
-// V1Passed is a candidate operator-controller did not choose.
-type V1Passed struct {
+// Passed is a candidate operator-controller did not choose.
+type Passed struct {
 	Bundle  string `json:"bundle"`
 	Version string `json:"version"`
 	Catalog string `json:"catalog"`
@@ -113,14 +114,14 @@ type V1Passed struct {
 // Walk predicts every reconcile of a ClusterExtension from req: Resolve, the chosen bundle
 // installed, again, until operator-controller resolves to what is installed or fails.
 // installedFrom names the catalog req.Installed came from, for the report. An error is a spec
-// the API server refuses (*V1SpecError), an upgrade loop, or a cancelled context; operator-
+// the API server refuses (*SpecError), an upgrade loop, or a cancelled context; operator-
 // controller failing to resolve is a path whose Result is Unresolvable.
-func (r *V1Resolver) Walk(ctx context.Context, req V1Request, installedFrom string) (*V1Path, error) {
+func (r *Resolver) Walk(ctx context.Context, req Request, installedFrom string) (*Path, error) {
 	policy := req.Policy
 	if policy == "" {
 		policy = CatalogProvided
 	}
-	path := &V1Path{Catalogs: r.Catalogs(), Package: req.Package, Channels: req.Channels, Version: req.Version, Policy: policy}
+	path := &Path{Catalogs: r.Catalogs(), Package: req.Package, Channels: req.Channels, Version: req.Version, Policy: policy}
 	fresh := req
 	fresh.Installed = nil
 	latest, err := r.resolve(fresh)
@@ -134,12 +135,12 @@ func (r *V1Resolver) Walk(ctx context.Context, req V1Request, installedFrom stri
 		path.Latest, path.LatestVersion = c.Name, c.Version
 	}
 	installed := req.Installed
-	seen := map[V1Installed]bool{}
+	seen := map[Installed]bool{}
 	if installed != nil {
-		path.Start = &Bundle{Name: installed.Name, Version: installed.Version, Catalog: installedFrom}
+		path.Start = &predict.Bundle{Name: installed.Name, Version: installed.Version, Catalog: installedFrom}
 		seen[*installed] = true
 	}
-	var last *v1Resolution
+	var last *resolution
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -152,11 +153,11 @@ func (r *V1Resolver) Walk(ctx context.Context, req V1Request, installedFrom stri
 		}
 		last = res
 		if res.err != nil {
-			path.Result, path.Progressing = Unresolvable, res.err.Message
+			path.Result, path.Progressing = predict.Unresolvable, res.err.Message
 			break
 		}
 		c := res.choice()
-		next := V1Installed{Name: c.Name, Version: c.Version}
+		next := Installed{Name: c.Name, Version: c.Version}
 		if installed != nil && *installed == next {
 			break
 		}
@@ -174,29 +175,29 @@ func (r *V1Resolver) Walk(ctx context.Context, req V1Request, installedFrom stri
 		}
 	}
 	switch {
-	case path.Result == Unresolvable:
+	case path.Result == predict.Unresolvable:
 	case path.End == path.Latest:
-		path.Result = AtHead
+		path.Result = predict.AtHead
 	default:
-		path.Result = Stranded
+		path.Result = predict.Stranded
 		path.Stranded = last.stranded(path)
 	}
 	return path, nil
 }
 
 // step describes the resolution's choice as the next step from installed.
-func (res *v1Resolution) step(installed *V1Installed) V1Step {
+func (res *resolution) step(installed *Installed) Step {
 	b := res.best()
 	c := res.choice()
-	st := V1Step{To: c.Name, Version: c.Version, Catalog: c.Catalog, Deprecations: c.Deprecations}
+	st := Step{To: c.Name, Version: c.Version, Catalog: c.Catalog, Deprecations: c.Deprecations}
 	switch {
 	case installed == nil:
-		st.Edge = V1Install
+		st.Edge = EdgeInstall
 	case !res.constrained:
-		st.From, st.Edge = installed.Name, V1SelfCertified
+		st.From, st.Edge = installed.Name, EdgeSelfCertified
 	default:
 		st.From = installed.Name
-		st.Edge, st.Channel, st.SkipRange = V1SameVersion, b.channel, b.skipRange
+		st.Edge, st.Channel, st.SkipRange = EdgeSameVersion, b.channel, b.skipRange
 		for _, k := range b.edges {
 			st.Edges = append(st.Edges, string(k))
 		}
@@ -211,17 +212,17 @@ func (res *v1Resolution) step(installed *V1Installed) V1Step {
 // passed explains the candidates the resolution did not choose. With edges, those are every
 // successor of the installed bundle; without, every bundle of the channels would be one, and
 // only the other catalogs' best ones are listed.
-func (res *v1Resolution) passed(installed *V1Installed) []V1Passed {
-	var chosen *v1Candidate
+func (res *resolution) passed(installed *Installed) []Passed {
+	var chosen *candidate
 	if res.chosen != nil {
 		chosen = res.best()
 	}
-	var out []V1Passed
-	add := func(o *v1Offer, c *v1Candidate, why string) {
+	var out []Passed
+	add := func(o *offer, c *candidate, why string) {
 		if installed != nil && c.bundle.Name == installed.Name || c == chosen {
 			return
 		}
-		out = append(out, V1Passed{Bundle: c.bundle.Name, Version: candidateVersion(c), Catalog: o.catalog.name, Why: why})
+		out = append(out, Passed{Bundle: c.bundle.Name, Version: candidateVersion(c), Catalog: o.catalog.name, Why: why})
 	}
 	for _, o := range res.offers {
 		switch {
@@ -254,7 +255,7 @@ func (res *v1Resolution) passed(installed *V1Installed) []V1Passed {
 	return out
 }
 
-func candidateVersion(c *v1Candidate) string {
+func candidateVersion(c *candidate) string {
 	if c.vr.err != nil {
 		return "no version"
 	}
@@ -262,7 +263,7 @@ func candidateVersion(c *v1Candidate) string {
 }
 
 // stranded says why operator-controller keeps the path's end, which is not Latest.
-func (res *v1Resolution) stranded(p *V1Path) string {
+func (res *resolution) stranded(p *Path) string {
 	end := p.End
 	if p.LatestError != "" {
 		return fmt.Sprintf("operator-controller keeps %s, and a new ClusterExtension with this spec would install nothing: %s", end, p.LatestError)
@@ -270,7 +271,7 @@ func (res *v1Resolution) stranded(p *V1Path) string {
 	if !res.constrained {
 		return fmt.Sprintf("operator-controller keeps %s, whose version ties with %s", end, p.Latest)
 	}
-	passed := res.passed(&V1Installed{Name: end, Version: p.EndVersion})
+	passed := res.passed(&Installed{Name: end, Version: p.EndVersion})
 	if len(passed) == 0 {
 		return fmt.Sprintf("no bundle of %s replaces or skips %s, and no skipRange contains %s: operator-controller keeps %s installed", channelsPhrase(p.Channels), end, p.EndVersion, end)
 	}
@@ -295,9 +296,9 @@ func channelsPhrase(channels []string) string {
 	return "channels " + strings.Join(quoted, ", ")
 }
 
-// TextV1 renders OLM v1 paths for people: each bundle operator-controller rolls out, how it was
+// Text renders OLM v1 paths for people: each bundle operator-controller rolls out, how it was
 // chosen, the candidates passed over and why, and where it stops.
-func TextV1(paths []*V1Path) string {
+func Text(paths []*Path) string {
 	var b strings.Builder
 	for i, p := range paths {
 		if i > 0 {
@@ -362,11 +363,11 @@ func TextV1(paths []*V1Path) string {
 			}
 		}
 		switch p.Result {
-		case AtHead:
+		case predict.AtHead:
 			fmt.Fprintf(&b, "  operator-controller settles on %s, the latest.\n", p.End)
-		case Stranded:
+		case predict.Stranded:
 			fmt.Fprintf(&b, "  operator-controller stops at %s, short of the latest %s: %s.\n", p.End, orNothing(p.Latest), p.Stranded)
-		case Unresolvable:
+		case predict.Unresolvable:
 			if p.Refused != "" {
 				fmt.Fprintf(&b, "  %s\n", p.Refused)
 			} else if p.End == "" {
@@ -389,7 +390,7 @@ func orNothing(s string) string {
 // Picture is the package's upgrade graph in the catalog the path ends in, with the path marked:
 // the installed bundle, each step's bundle and, for a step along an edge, the edge. from is the
 // catalog the installed bundle came from, when another: its bundles are drawn as foreign nodes.
-func (r *V1Resolver) Picture(p *V1Path, from *index.Catalog) (*graph.Package, error) {
+func (r *Resolver) Picture(p *Path, from *index.Catalog) (*graph.Package, error) {
 	catalog := ""
 	if n := len(p.Steps); n > 0 {
 		catalog = p.Steps[n-1].Catalog

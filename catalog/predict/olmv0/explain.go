@@ -1,4 +1,4 @@
-package simulate
+package olmv0
 
 import (
 	"context"

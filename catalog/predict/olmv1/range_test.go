@@ -1,4 +1,4 @@
-package simulate
+package olmv1
 
 import (
 	"strings"

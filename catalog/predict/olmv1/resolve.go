@@ -1,4 +1,11 @@
-package simulate
+// Package olmv1 predicts OLM v1: the bundle operator-controller picks for a ClusterExtension
+// (Resolver.Resolve: one reconcile) and every bundle it rolls out until it settles
+// (Resolver.Walk). operator-controller's rule is not run but restated, as operator-controller is
+// not a dependency of this module; it was checked against operator-controller v1.11.0's
+// CatalogResolver on 20,000 random catalogs and ClusterExtensions, choices and error messages
+// alike, with no difference, and test/e2e's TestSimulateV1MatchesOperatorController checks it
+// against a running operator-controller.
+package olmv1
 
 import (
 	"encoding/json"
@@ -28,7 +35,7 @@ import (
 //   - their order: internal/operator-controller/catalogmetadata/compare (ByDeprecationFunc, then
 //     ByVersionAndRelease), over the version and release of internal/operator-controller/bundleutil
 //     with the BundleReleaseSupport feature gate off, as it ships;
-//   - the version range: compare.NewVersionRange, Masterminds/semver v3 constraints (v1range.go);
+//   - the version range: compare.NewVersionRange, Masterminds/semver v3 constraints (range.go);
 //   - the check of the chosen bundle: resolve.NoDependencyValidation, the one validation
 //     cmd/operator-controller/main.go configures;
 //   - what the API server refuses first: api/v1/clusterextension_types.go's CRD rules.
@@ -48,25 +55,25 @@ const (
 	SelfCertified UpgradeConstraintPolicy = "SelfCertified"
 )
 
-// V1Catalog is a ClusterCatalog as operator-controller reads it: its name, its spec.priority,
+// Catalog is a ClusterCatalog as operator-controller reads it: its name, its spec.priority,
 // and the file-based catalog it serves. Only catalogs the ClusterExtension's selector picks and
 // whose availabilityMode is not Unavailable belong in a resolution.
-type V1Catalog struct {
+type Catalog struct {
 	Name     string
 	Priority int32
 	Config   *declcfg.DeclarativeConfig
 }
 
-// V1Installed is the bundle a ClusterExtension has installed, as its
+// Installed is the bundle a ClusterExtension has installed, as its
 // status.install.bundle records it: the name, and the version as operator-controller writes it
 // (a registry+v1 release back in the build metadata, 1.0.0+2).
-type V1Installed struct {
+type Installed struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 }
 
-// V1Request is a ClusterExtension's spec.source.catalog, and what it has installed.
-type V1Request struct {
+// Request is a ClusterExtension's spec.source.catalog, and what it has installed.
+type Request struct {
 	Package string
 	// Channels, when given, limit the candidates to bundles of these channels, and the upgrade
 	// edges to those the channels declare.
@@ -77,11 +84,11 @@ type V1Request struct {
 	// Policy is the upgrade constraint policy; "" is CatalogProvided.
 	Policy UpgradeConstraintPolicy
 	// Installed is nil for a ClusterExtension that has nothing installed yet.
-	Installed *V1Installed
+	Installed *Installed
 }
 
-// V1Choice is the bundle operator-controller resolves: what it installs, or keeps.
-type V1Choice struct {
+// Choice is the bundle operator-controller resolves: what it installs, or keeps.
+type Choice struct {
 	Name string `json:"name"`
 	// Version is the version status.install.bundle will record.
 	Version string `json:"version"`
@@ -95,9 +102,9 @@ type V1Choice struct {
 	Deprecations []string `json:"deprecations,omitempty"`
 }
 
-// V1SpecError is a ClusterExtension the API server refuses, by the CRD's validation rules: it is
+// SpecError is a ClusterExtension the API server refuses, by the CRD's validation rules: it is
 // never created, and operator-controller never sees it.
-type V1SpecError struct {
+type SpecError struct {
 	// Field is the field's path, as spec.source.catalog.version.
 	Field string
 	Value string
@@ -106,49 +113,49 @@ type V1SpecError struct {
 	Reason string
 }
 
-func (e *V1SpecError) Error() string {
+func (e *SpecError) Error() string {
 	return fmt.Sprintf("the API server refuses the ClusterExtension: %s: Invalid value: %q: %s", e.Field, e.Value, e.Reason)
 }
 
-// V1ResolutionErrorKind says why operator-controller cannot pick a bundle.
-type V1ResolutionErrorKind string
+// ResolutionErrorKind says why operator-controller cannot pick a bundle.
+type ResolutionErrorKind string
 
 const (
 	// V1NoBundle: no catalog has a bundle that passes the filters.
-	V1NoBundle V1ResolutionErrorKind = "NoBundle"
+	V1NoBundle ResolutionErrorKind = "NoBundle"
 	// V1Ambiguous: the best bundles come from catalogs of the same, highest priority.
-	V1Ambiguous V1ResolutionErrorKind = "Ambiguous"
+	V1Ambiguous ResolutionErrorKind = "Ambiguous"
 	// V1InvalidVersionRange: spec.source.catalog.version passed the API server but does not
 	// parse as a constraint.
-	V1InvalidVersionRange V1ResolutionErrorKind = "InvalidVersionRange"
+	V1InvalidVersionRange ResolutionErrorKind = "InvalidVersionRange"
 	// V1InvalidInstalledVersion: the installed bundle's version is not semver.
-	V1InvalidInstalledVersion V1ResolutionErrorKind = "InvalidInstalledVersion"
+	V1InvalidInstalledVersion ResolutionErrorKind = "InvalidInstalledVersion"
 	// V1InvalidBundleVersion: the chosen bundle has no readable version.
-	V1InvalidBundleVersion V1ResolutionErrorKind = "InvalidBundleVersion"
+	V1InvalidBundleVersion ResolutionErrorKind = "InvalidBundleVersion"
 	// V1Dependency: the chosen bundle declares a dependency, which operator-controller does not
 	// resolve: it refuses the bundle rather than pick another.
-	V1Dependency V1ResolutionErrorKind = "Dependency"
+	V1Dependency ResolutionErrorKind = "Dependency"
 )
 
-// V1ResolutionError is operator-controller failing to resolve: Message is its error, which it
+// ResolutionError is operator-controller failing to resolve: Message is its error, which it
 // sets as the ClusterExtension's Progressing condition message (reason Retrying), and it keeps
 // what is installed.
-type V1ResolutionError struct {
-	Kind    V1ResolutionErrorKind
+type ResolutionError struct {
+	Kind    ResolutionErrorKind
 	Message string
 	// Catalogs are the catalogs of an ambiguity.
 	Catalogs []string
 }
 
-func (e *V1ResolutionError) Error() string { return e.Message }
+func (e *ResolutionError) Error() string { return e.Message }
 
-// V1Resolver holds ClusterCatalogs indexed once, for many resolutions. It is safe for concurrent
+// Resolver holds ClusterCatalogs indexed once, for many resolutions. It is safe for concurrent
 // use.
-type V1Resolver struct {
-	catalogs []*v1Catalog
+type Resolver struct {
+	catalogs []*servedCatalog
 }
 
-type v1Catalog struct {
+type servedCatalog struct {
 	name     string
 	priority int32
 	idx      *index.Catalog
@@ -166,10 +173,10 @@ type versionRelease struct {
 	err error
 }
 
-// NewV1Resolver indexes the catalogs. Their order does not matter, as operator-controller lists
+// NewResolver indexes the catalogs. Their order does not matter, as operator-controller lists
 // ClusterCatalogs in no set order and its rule does not depend on it.
-func NewV1Resolver(catalogs ...V1Catalog) (*V1Resolver, error) {
-	r := &V1Resolver{}
+func NewResolver(catalogs ...Catalog) (*Resolver, error) {
+	r := &Resolver{}
 	seen := map[string]bool{}
 	for _, c := range catalogs {
 		if seen[c.Name] {
@@ -179,7 +186,7 @@ func NewV1Resolver(catalogs ...V1Catalog) (*V1Resolver, error) {
 		if c.Config == nil {
 			return nil, fmt.Errorf("ClusterCatalog %q has no content", c.Name)
 		}
-		vc := &v1Catalog{name: c.Name, priority: c.Priority, idx: index.New(c.Config),
+		vc := &servedCatalog{name: c.Name, priority: c.Priority, idx: index.New(c.Config),
 			versions: map[*index.Bundle]versionRelease{}, entries: map[*index.Channel]map[string][]*index.Entry{}}
 		for _, p := range vc.idx.Packages() {
 			for _, b := range p.Bundles {
@@ -209,7 +216,7 @@ func NewV1Resolver(catalogs ...V1Catalog) (*V1Resolver, error) {
 // The rule, in operator-controller's order:
 //  1. The API server's CRD rules: a package name and channels that are DNS-1123 subdomains,
 //     a version range of at most 64 characters matching the CRD's expression, a known policy.
-//     A refusal is a *V1SpecError.
+//     A refusal is a *SpecError.
 //  2. In each catalog that has the package, the candidates are its bundles that are in one of
 //     req.Channels (any bundle when none is given), whose version is in req.Version (a
 //     pre-release only when the range names one), and, with an installed bundle and the
@@ -225,12 +232,12 @@ func NewV1Resolver(catalogs ...V1Catalog) (*V1Resolver, error) {
 //  5. The chosen bundle must declare no dependency (olm.package.required, olm.gvk.required,
 //     olm.constraint): operator-controller refuses it rather than pick another.
 //
-// Every failure of 2-5 is a *V1ResolutionError whose message is operator-controller's, the one
+// Every failure of 2-5 is a *ResolutionError whose message is operator-controller's, the one
 // it sets on the ClusterExtension's Progressing condition; it then keeps what is installed.
 //
 // Bundles of a catalog that tie on version, release and deprecation come out in operator-
 // controller in the order it loaded them, which is not defined; here the first by name wins.
-func (r *V1Resolver) Resolve(req V1Request) (*V1Choice, error) {
+func (r *Resolver) Resolve(req Request) (*Choice, error) {
 	res, err := r.resolve(req)
 	if err != nil {
 		return nil, err
@@ -242,7 +249,7 @@ func (r *V1Resolver) Resolve(req V1Request) (*V1Choice, error) {
 }
 
 // HasPackage reports whether a catalog of the resolver has the package.
-func (r *V1Resolver) HasPackage(pkg string) bool {
+func (r *Resolver) HasPackage(pkg string) bool {
 	for _, c := range r.catalogs {
 		if c.idx.Package(pkg) != nil {
 			return true
@@ -252,16 +259,16 @@ func (r *V1Resolver) HasPackage(pkg string) bool {
 }
 
 // Catalogs lists the resolver's catalogs, in the order given, with their priorities.
-func (r *V1Resolver) Catalogs() []V1CatalogRef {
-	out := make([]V1CatalogRef, len(r.catalogs))
+func (r *Resolver) Catalogs() []CatalogRef {
+	out := make([]CatalogRef, len(r.catalogs))
 	for i, c := range r.catalogs {
-		out[i] = V1CatalogRef{Name: c.name, Priority: c.priority}
+		out[i] = CatalogRef{Name: c.name, Priority: c.priority}
 	}
 	return out
 }
 
 // Index is a catalog's model, nil for a name the resolver lacks.
-func (r *V1Resolver) Index(catalog string) *index.Catalog {
+func (r *Resolver) Index(catalog string) *index.Catalog {
 	for _, c := range r.catalogs {
 		if c.name == catalog {
 			return c.idx
@@ -270,14 +277,14 @@ func (r *V1Resolver) Index(catalog string) *index.Catalog {
 	return nil
 }
 
-// V1CatalogRef names a ClusterCatalog and its priority.
-type V1CatalogRef struct {
+// CatalogRef names a ClusterCatalog and its priority.
+type CatalogRef struct {
 	Name     string `json:"name"`
 	Priority int32  `json:"priority"`
 }
 
-// v1Candidate is a bundle that passed a catalog's channel filter, and where it stands.
-type v1Candidate struct {
+// candidate is a bundle that passed a catalog's channel filter, and where it stands.
+type candidate struct {
 	bundle     *index.Bundle
 	vr         versionRelease
 	deprecated bool
@@ -291,43 +298,43 @@ type v1Candidate struct {
 	sameVersion bool
 }
 
-// v1Offer is one catalog's part in a resolution.
-type v1Offer struct {
-	catalog     *v1Catalog
+// offer is one catalog's part in a resolution.
+type offer struct {
+	catalog     *servedCatalog
 	deprecation *declcfg.Deprecation
 	// matched passed every filter, best first; outOfRange passed all but the version range.
-	matched    []*v1Candidate
-	outOfRange []*v1Candidate
+	matched    []*candidate
+	outOfRange []*candidate
 	// lost says why this catalog's best was not chosen.
 	lost string
 }
 
-// v1Resolution is one reconcile's resolution, with what explains it.
-type v1Resolution struct {
-	req         V1Request
+// resolution is one reconcile's resolution, with what explains it.
+type resolution struct {
+	req         Request
 	constrained bool
-	offers      []*v1Offer
-	chosen      *v1Offer
-	err         *V1ResolutionError
+	offers      []*offer
+	chosen      *offer
+	err         *ResolutionError
 }
 
-func (res *v1Resolution) best() *v1Candidate { return res.chosen.matched[0] }
+func (res *resolution) best() *candidate { return res.chosen.matched[0] }
 
-func (res *v1Resolution) choice() *V1Choice {
+func (res *resolution) choice() *Choice {
 	b := res.best()
-	return &V1Choice{
+	return &Choice{
 		Name: b.bundle.Name, Version: legacyVersionString(b.vr.vr), Catalog: res.chosen.catalog.name,
 		Deprecations: deprecationMessages(res.chosen.deprecation, res.req.Channels, b.bundle.Name),
 	}
 }
 
-func (r *V1Resolver) resolve(req V1Request) (*v1Resolution, error) {
-	if err := checkV1Spec(req); err != nil {
+func (r *Resolver) resolve(req Request) (*resolution, error) {
+	if err := CheckSpec(req); err != nil {
 		return nil, err
 	}
-	res := &v1Resolution{req: req, constrained: req.Installed != nil && req.Policy != SelfCertified}
-	fail := func(kind V1ResolutionErrorKind, format string, args ...any) (*v1Resolution, error) {
-		res.err = &V1ResolutionError{Kind: kind, Message: fmt.Sprintf(format, args...)}
+	res := &resolution{req: req, constrained: req.Installed != nil && req.Policy != SelfCertified}
+	fail := func(kind ResolutionErrorKind, format string, args ...any) (*resolution, error) {
+		res.err = &ResolutionError{Kind: kind, Message: fmt.Sprintf(format, args...)}
 		res.chosen = nil
 		return res, nil
 	}
@@ -338,13 +345,13 @@ func (r *V1Resolver) resolve(req V1Request) (*v1Resolution, error) {
 			return fail(V1InvalidVersionRange, "desired version range %q is invalid: %v", req.Version, err)
 		}
 	}
-	var kept []*v1Offer
+	var kept []*offer
 	for _, c := range r.catalogs {
 		p := c.idx.Package(req.Package)
 		if p == nil {
 			continue
 		}
-		o := &v1Offer{catalog: c}
+		o := &offer{catalog: c}
 		if len(p.Deprecations) > 0 {
 			// catalogd stores one olm.deprecations blob per package: the last one read.
 			o.deprecation = p.Deprecations[len(p.Deprecations)-1]
@@ -359,10 +366,10 @@ func (r *V1Resolver) resolve(req V1Request) (*v1Resolution, error) {
 			}
 			installedV, _ = semver.Parse(req.Installed.Version)
 		}
-		channels := allowedChannels(p, req.Channels)
+		channels := AllowedChannels(p, req.Channels)
 		for _, name := range slices.Sorted(maps.Keys(p.Bundles)) {
 			b := p.Bundles[name]
-			cand := &v1Candidate{bundle: b, vr: c.versions[b], deprecated: deprecatesBundle(o.deprecation, name)}
+			cand := &candidate{bundle: b, vr: c.versions[b], deprecated: deprecatesBundle(o.deprecation, name)}
 			inChannel := false
 			for _, ch := range channels {
 				inChannel = inChannel || len(c.entries[ch][name]) > 0
@@ -449,7 +456,7 @@ func (r *V1Resolver) resolve(req V1Request) (*v1Resolution, error) {
 
 // noBundleError is operator-controller's error when no catalog, or more than one of the top
 // priority, offers a bundle, word for word.
-func noBundleError(req V1Request, kept []*v1Offer) *V1ResolutionError {
+func noBundleError(req Request, kept []*offer) *ResolutionError {
 	var b strings.Builder
 	if req.Installed != nil {
 		fmt.Fprintf(&b, "error upgrading from currently installed version %q: ", req.Installed.Version)
@@ -475,16 +482,16 @@ func noBundleError(req V1Request, kept []*v1Offer) *V1ResolutionError {
 	if len(names) > 1 {
 		fmt.Fprintf(&b, "in multiple catalogs with the same priority %v ", names)
 	}
-	e := &V1ResolutionError{Kind: kind, Message: strings.TrimSpace(b.String())}
+	e := &ResolutionError{Kind: kind, Message: strings.TrimSpace(b.String())}
 	if kind == V1Ambiguous {
 		e.Catalogs = names
 	}
 	return e
 }
 
-// allowedChannels are the package's channels a spec's channels allow, all when it names none,
+// AllowedChannels are the package's channels a spec's channels allow, all when it names none,
 // by name. Channels the package lacks are ignored, as operator-controller ignores them.
-func allowedChannels(p *index.Package, names []string) []*index.Channel {
+func AllowedChannels(p *index.Package, names []string) []*index.Channel {
 	var out []*index.Channel
 	for _, ch := range p.SortedChannels() {
 		if len(names) == 0 || slices.Contains(names, ch.Name) {
@@ -496,7 +503,7 @@ func allowedChannels(p *index.Package, names []string) []*index.Channel {
 
 // compareCandidates orders a catalog's candidates as operator-controller does: not deprecated
 // first, then by version and release, highest first, those without a readable version last.
-func compareCandidates(a, b *v1Candidate) int {
+func compareCandidates(a, b *candidate) int {
 	if a.deprecated != b.deprecated {
 		if a.deprecated {
 			return 1
@@ -600,36 +607,37 @@ var (
 	dns1123Subdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 )
 
-// checkV1Spec applies the CRD's rules to the request, the API server's part.
-func checkV1Spec(req V1Request) error {
+// CheckSpec applies the CRD's rules to the request, the API server's part: a *SpecError names
+// the field it refuses.
+func CheckSpec(req Request) error {
 	const catalogPath = "spec.source.catalog."
 	switch {
 	case req.Package == "":
-		return &V1SpecError{Field: catalogPath + "packageName", Reason: "Required value"}
+		return &SpecError{Field: catalogPath + "packageName", Reason: "Required value"}
 	case len(req.Package) > 253:
-		return &V1SpecError{Field: catalogPath + "packageName", Value: req.Package, Reason: "Too long: may not be more than 253 bytes"}
+		return &SpecError{Field: catalogPath + "packageName", Value: req.Package, Reason: "Too long: may not be more than 253 bytes"}
 	case !dns1123Subdomain.MatchString(req.Package):
-		return &V1SpecError{Field: catalogPath + "packageName", Value: req.Package, Reason: "packageName must be a valid DNS1123 subdomain. It must contain only lowercase alphanumeric characters, hyphens (-) or periods (.), start and end with an alphanumeric character, and be no longer than 253 characters"}
+		return &SpecError{Field: catalogPath + "packageName", Value: req.Package, Reason: "packageName must be a valid DNS1123 subdomain. It must contain only lowercase alphanumeric characters, hyphens (-) or periods (.), start and end with an alphanumeric character, and be no longer than 253 characters"}
 	case len(req.Channels) > 256:
-		return &V1SpecError{Field: catalogPath + "channels", Value: strings.Join(req.Channels, ","), Reason: "Too many: must have at most 256 items"}
+		return &SpecError{Field: catalogPath + "channels", Value: strings.Join(req.Channels, ","), Reason: "Too many: must have at most 256 items"}
 	}
 	for i, ch := range req.Channels {
 		field := fmt.Sprintf("%schannels[%d]", catalogPath, i)
 		if len(ch) > 253 {
-			return &V1SpecError{Field: field, Value: ch, Reason: "Too long: may not be more than 253 bytes"}
+			return &SpecError{Field: field, Value: ch, Reason: "Too long: may not be more than 253 bytes"}
 		}
 		if !dns1123Subdomain.MatchString(ch) {
-			return &V1SpecError{Field: field, Value: ch, Reason: "channels entries must be valid DNS1123 subdomains"}
+			return &SpecError{Field: field, Value: ch, Reason: "channels entries must be valid DNS1123 subdomains"}
 		}
 	}
 	if len(req.Version) > versionMaxLength {
-		return &V1SpecError{Field: catalogPath + "version", Value: req.Version, Reason: fmt.Sprintf("Too long: may not be more than %d bytes", versionMaxLength)}
+		return &SpecError{Field: catalogPath + "version", Value: req.Version, Reason: fmt.Sprintf("Too long: may not be more than %d bytes", versionMaxLength)}
 	}
 	if req.Version != "" && !versionExpression.MatchString(req.Version) {
-		return &V1SpecError{Field: catalogPath + "version", Value: req.Version, Reason: "invalid version expression"}
+		return &SpecError{Field: catalogPath + "version", Value: req.Version, Reason: "invalid version expression"}
 	}
 	if req.Policy != "" && req.Policy != CatalogProvided && req.Policy != SelfCertified {
-		return &V1SpecError{Field: catalogPath + "upgradeConstraintPolicy", Value: string(req.Policy), Reason: `Unsupported value: supported values: "CatalogProvided", "SelfCertified"`}
+		return &SpecError{Field: catalogPath + "upgradeConstraintPolicy", Value: string(req.Policy), Reason: `Unsupported value: supported values: "CatalogProvided", "SelfCertified"`}
 	}
 	return nil
 }
