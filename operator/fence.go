@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/openshift/library-go/pkg/operator/events"
-	"github.com/openshift/library-go/pkg/operator/resource/resourceapply"
-	"github.com/openshift/library-go/pkg/operator/resource/resourceread"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,7 +23,6 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/operator/assets"
 )
 
 // fenceSettle is how long the fence must have refused before the last look for volumes in use. A
@@ -57,9 +54,9 @@ const (
 type removalFence struct {
 	kubeClient kubernetes.Interface
 	cr         dynamic.ResourceInterface
-	policy     *admissionregistrationv1.ValidatingAdmissionPolicy
-	binding    *admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	cache      resourceapply.ResourceCache
+	// applied are the resourceVersions of the policy and its binding as last applied: a changed
+	// one is a changed fence, which must be proved again.
+	applied [2]string
 	// upSince is when the probe was first refused under the current revision; zero when the fence
 	// is not known to hold.
 	upSince time.Time
@@ -70,32 +67,12 @@ type removalFence struct {
 	served, warned bool
 }
 
-func newRemovalFence(kubeClient kubernetes.Interface, dyn dynamic.Interface, read func(string) ([]byte, error)) (*removalFence, error) {
-	policy, err := read(assets.RemovalFenceFile)
-	if err != nil {
-		return nil, err
-	}
-	binding, err := read(assets.RemovalFenceBindingFile)
-	if err != nil {
-		return nil, err
-	}
-	f := &removalFence{
-		kubeClient: kubeClient,
-		policy:     resourceread.ReadValidatingAdmissionPolicyV1OrDie(policy),
-		binding:    resourceread.ReadValidatingAdmissionPolicyBindingV1OrDie(binding),
-		cache:      resourceapply.NewResourceCache(),
-	}
+func newRemovalFence(kubeClient kubernetes.Interface, dyn dynamic.Interface) *removalFence {
+	f := &removalFence{kubeClient: kubeClient}
 	if dyn != nil {
 		f.cr = dyn.Resource(clusterCSIDriverGVR)
 	}
-	// The CSV grants updates of these names only, refusals are recognised by the name, and the
-	// binding must read the one CR the operator serves.
-	if f.policy.Name != efs.RemovalFence || f.binding.Name != efs.RemovalFence || f.binding.Spec.PolicyName != efs.RemovalFence ||
-		f.binding.Spec.ParamRef == nil || f.binding.Spec.ParamRef.Name != efs.CRName {
-		return nil, fmt.Errorf("the removal fence's manifests must name %s and bind it to ClusterCSIDriver %s: policy %q, binding %q of policy %q",
-			efs.RemovalFence, efs.CRName, f.policy.Name, f.binding.Name, f.binding.Spec.PolicyName)
-	}
-	return f, nil
+	return f
 }
 
 // raise puts the fence up over claims (namespace -> claim names bound to EFS volumes), and
@@ -118,21 +95,26 @@ func (f *removalFence) raise(ctx context.Context, recorder events.Recorder, clai
 		}
 		return false, nil
 	}
-	_, policyChanged, err := resourceapply.ApplyValidatingAdmissionPolicyV1(ctx, f.kubeClient.AdmissionregistrationV1(), recorder, f.policy, f.cache)
+	opts := metav1.ApplyOptions{FieldManager: efs.OperatorName, Force: true}
+	admission := f.kubeClient.AdmissionregistrationV1()
+	policy, err := admission.ValidatingAdmissionPolicies().Apply(ctx, removalFencePolicy(), opts)
 	if err != nil {
-		return false, fmt.Errorf("applying ValidatingAdmissionPolicy %s: %w", f.policy.Name, err)
+		return false, fmt.Errorf("applying ValidatingAdmissionPolicy %s: %w", efs.RemovalFence, err)
 	}
-	_, bindingChanged, err := resourceapply.ApplyValidatingAdmissionPolicyBindingV1(ctx, f.kubeClient.AdmissionregistrationV1(), recorder, f.binding, f.cache)
+	binding, err := admission.ValidatingAdmissionPolicyBindings().Apply(ctx, removalFenceBinding(), opts)
 	if err != nil {
-		return false, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", f.binding.Name, err)
+		return false, fmt.Errorf("applying ValidatingAdmissionPolicyBinding %s: %w", efs.RemovalFence, err)
 	}
+	applied := [2]string{policy.ResourceVersion, binding.ResourceVersion}
+	fenceChanged := applied != f.applied
+	f.applied = applied
 	want := fenceAnnotations(claims, message)
 	paramChanged, err := f.annotate(ctx, want)
 	if err != nil {
 		return false, err
 	}
 	f.revision = want[fenceRevisionKey]
-	if policyChanged || bindingChanged || paramChanged {
+	if fenceChanged || paramChanged {
 		f.upSince = time.Time{}
 	}
 	return true, nil
@@ -248,9 +230,12 @@ func (f *removalFence) probe(ctx context.Context) (bool, error) {
 	}
 }
 
-// fenceRevision is how a refusal names the revision it was made under (removal_fence.yaml).
+// fenceRevisionOpening opens the revision a refusal ends with.
+const fenceRevisionOpening = "(removal fence "
+
+// fenceRevision is how a refusal names the revision it was made under (removalFencePolicy).
 func fenceRevision(revision string) string {
-	return "(removal fence " + revision + ")"
+	return fenceRevisionOpening + revision + ")"
 }
 
 // RefusedByRemovalFence reports whether an API error is the removal fence's refusal.

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/openshift/library-go/pkg/operator/events"
@@ -12,29 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
-	"github.com/csi-olm/csi-olm/operator/assets"
 )
-
-// TestTheFenceReadsWhatTheOperatorWrites: the policy's CEL names the driver and the annotations
-// the operator writes, and words its refusals as the probe recognises them, all as string
-// literals. A renamed constant must fail here, not leave a removal waiting for a proof it cannot
-// read.
-func TestTheFenceReadsWhatTheOperatorWrites(t *testing.T) {
-	raw, err := assets.For("ns")(assets.RemovalFenceFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"'" + efs.DriverName + "'", "'" + fenceMessageKey + "'", "'" + fenceClaimsPrefix + "' + request.namespace",
-		strings.TrimSuffix(fenceRevision(""), ")") + "' + params.metadata.annotations['" + fenceRevisionKey + "'] + ')'"} {
-		if !strings.Contains(string(raw), want) {
-			t.Errorf("%s does not hold %s", assets.RemovalFenceFile, want)
-		}
-	}
-	// The names the CSV's RBAC and the refusals rely on, and the CR the binding reads.
-	if _, err := newRemovalFence(nil, nil, assets.For("ns")); err != nil {
-		t.Error(err)
-	}
-}
 
 // TestNoFenceOnAClusterWithoutAdmissionPolicies: a cluster older than Kubernetes 1.30 serves no
 // ValidatingAdmissionPolicy; the removal goes on without the fence, and the admin is told once.
@@ -44,10 +21,7 @@ func TestNoFenceOnAClusterWithoutAdmissionPolicies(t *testing.T) {
 	kube.Resources = []*metav1.APIResourceList{{GroupVersion: "admissionregistration.k8s.io/v1", APIResources: []metav1.APIResource{
 		{Name: "validatingwebhookconfigurations", Kind: "ValidatingWebhookConfiguration"},
 	}}}
-	f, err := newRemovalFence(kube, nil, assets.For("ns"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newRemovalFence(kube, nil)
 	recorder := events.NewInMemoryRecorder("test", clock.RealClock{})
 	for range 2 {
 		fenced, err := f.raise(context.Background(), recorder, map[string][]string{"app": {"data"}}, "removing")

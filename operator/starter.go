@@ -149,10 +149,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	if err != nil {
 		return err
 	}
-	fence, err := newRemovalFence(kubeClient, dynamicClient, read)
-	if err != nil {
-		return err
-	}
+	fence := newRemovalFence(kubeClient, dynamicClient)
 	// The lifecycle reads every PersistentVolume of the cluster, each reduced to what tells an
 	// EFS volume and its claim.
 	volumeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync, informers.WithTransform(efsVolumesOnly))

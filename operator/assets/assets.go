@@ -58,14 +58,6 @@ var OperandFiles = slices.Concat(StaticFiles, []string{ControllerFile, NodeFile,
 // keeps it while the operator runs, whatever the CR says.
 const PrometheusRuleFile = "prometheusrule.yaml"
 
-// The removal fence, a ValidatingAdmissionPolicy and its binding, is not part of the driver
-// either: the uninstall controller puts it up before a removal and leaves it, since it must keep
-// refusing new volumes for as long as the ClusterCSIDriver is Removed.
-const (
-	RemovalFenceFile        = "removal_fence.yaml"
-	RemovalFenceBindingFile = "removal_fence_binding.yaml"
-)
-
 // For returns the manifests with ${NAMESPACE} set to namespace.
 func For(namespace string) resourceapply.AssetFunc {
 	return func(name string) ([]byte, error) {
