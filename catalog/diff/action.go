@@ -48,10 +48,11 @@ func (d *Diff) Run(ctx context.Context) error {
 	if tree.IsTree(d.Old) || tree.IsTree(d.New) {
 		return d.runTrees(ctx)
 	}
+	judge := d.judgeV0
 	switch d.OLM {
 	case "", "v0":
 	case "v1":
-		return d.runV1(ctx)
+		judge = d.judgeV1
 	default:
 		return option.Errorf("OLM", "unknown OLM %q: use v0 (Subscriptions, resolved by OLM's catalog operator) or v1 (ClusterExtensions, resolved by operator-controller)", d.OLM)
 	}
@@ -60,20 +61,41 @@ func (d *Diff) Run(ctx context.Context) error {
 		return err
 	}
 	defer closeOpened()
-	cluster, err := d.Environment.Open(ctx, "old", "new")
+	j, err := judge(ctx, opened)
 	if err != nil {
 		return err
 	}
-	defer cluster.Close()
-	// old and new are two versions of one CatalogSource: a cluster serves one or the other.
-	catalogs, err := olmv0.Load(ctx, cluster, olmv0.Source(opened))
+	defer j.close()
+	report, err := Compare(ctx, d.Old, d.New, j.old, j.new, j.changed, j.judge)
 	if err != nil {
 		return err
+	}
+	return d.print(ctx, report, j.old, j.new)
+}
+
+// judged is an OLM's judge over the catalogs, their models, and the packages to ask it about.
+type judged struct {
+	judge    predict.Judge
+	old, new *index.Catalog
+	changed  map[string]bool
+	close    func()
+}
+
+// judgeV0 asks OLM's own resolver: old and new are two versions of one CatalogSource, beside the
+// environment's, and a cluster serves one or the other. Only the packages that changed are asked
+// of OLM, so only those, and what they depend on, are served.
+func (d *Diff) judgeV0(ctx context.Context, opened []predict.Catalog) (*judged, error) {
+	cluster, err := d.Environment.Open(ctx, "old", "new")
+	if err != nil {
+		return nil, err
+	}
+	catalogs, err := olmv0.Load(ctx, cluster, olmv0.Source(opened))
+	if err != nil {
+		cluster.Close()
+		return nil, err
 	}
 	o, n := catalogs.Index("old"), catalogs.Index("new")
 	changed := Changed(o, n, true)
-	// Only the packages that changed are asked of OLM, so only those, and what they depend on,
-	// are served.
 	roots := []string{}
 	for pkg, c := range changed {
 		if c {
@@ -85,14 +107,39 @@ func (d *Diff) Run(ctx context.Context) error {
 	}
 	sim, err := catalogs.Serve(ctx, roots)
 	if err != nil {
-		return err
+		cluster.Close()
+		return nil, err
 	}
-	defer sim.Close()
-	report, err := Compare(ctx, d.Old, d.New, o, n, changed, olmv0.Judge{Simulator: sim, Old: "old", New: "new"})
+	return &judged{
+		judge: olmv0.Judge{Simulator: sim, Old: "old", New: "new"}, old: o, new: n, changed: changed,
+		close: func() { sim.Close(); cluster.Close() },
+	}, nil
+}
+
+// judgeV1 asks operator-controller's rule: each catalog is a ClusterCatalog beside the
+// environment's, which serve the same for both. operator-controller resolves no dependencies:
+// only packages whose own content changed are compared.
+func (d *Diff) judgeV1(ctx context.Context, opened []predict.Catalog) (*judged, error) {
+	catalogs, closeEnv, err := olmv1.Open(ctx, d.Environment, opened...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return d.print(ctx, report, o, n)
+	others := catalogs[2:]
+	oldR, err := olmv1.NewResolver(append([]olmv1.Catalog{catalogs[0]}, others...)...)
+	if err != nil {
+		closeEnv()
+		return nil, err
+	}
+	newR, err := olmv1.NewResolver(append([]olmv1.Catalog{catalogs[1]}, others...)...)
+	if err != nil {
+		closeEnv()
+		return nil, err
+	}
+	o, n := oldR.Index("old"), newR.Index("new")
+	return &judged{
+		judge: olmv1.Judge{Old: oldR, New: newR, OldCatalog: "old"}, old: o, new: n, changed: Changed(o, n, false),
+		close: closeEnv,
+	}, nil
 }
 
 // open reads the two catalogs, named old and new.
@@ -116,38 +163,6 @@ func (d *Diff) open(ctx context.Context) ([]predict.Catalog, func(), error) {
 		opened = append(opened, o)
 	}
 	return opened, closeAll, nil
-}
-
-// runV1 judges with operator-controller's rule: each catalog is a ClusterCatalog beside the
-// environment's, which serve the same for both.
-func (d *Diff) runV1(ctx context.Context) error {
-	opened, closeOpened, err := d.open(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeOpened()
-	catalogs, closeEnv, err := olmv1.Open(ctx, d.Environment, opened...)
-	if err != nil {
-		return err
-	}
-	defer closeEnv()
-	others := catalogs[2:]
-	oldR, err := olmv1.NewResolver(append([]olmv1.Catalog{catalogs[0]}, others...)...)
-	if err != nil {
-		return err
-	}
-	newR, err := olmv1.NewResolver(append([]olmv1.Catalog{catalogs[1]}, others...)...)
-	if err != nil {
-		return err
-	}
-	o, n := oldR.Index("old"), newR.Index("new")
-	// operator-controller resolves no dependencies: only packages whose own content changed
-	// are compared.
-	report, err := Compare(ctx, d.Old, d.New, o, n, Changed(o, n, false), olmv1.Judge{Old: oldR, New: newR, OldCatalog: "old"})
-	if err != nil {
-		return err
-	}
-	return d.print(ctx, report, o, n)
 }
 
 // print writes the report, or its picture, and fails with --breaking when something breaks.
