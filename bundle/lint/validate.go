@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/csi-olm/csi-olm/bundle/registryv1"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
 // Validate checks every bundle found under Paths.
@@ -66,8 +67,13 @@ func (v *Validate) Run(ctx context.Context) error {
 		failure += fmt.Sprintf(", %d paths without a bundle", empty)
 	}
 	fmt.Fprintf(v.Out, "%d bundles: %s\n", bundles, summary)
-	if errs > 0 || empty > 0 || (v.Strict && warnings > 0) {
-		return fmt.Errorf("bundle validation failed: %s", failure)
+	err := fmt.Errorf("bundle validation failed: %s", failure)
+	switch {
+	case empty > 0:
+		// A path without a bundle is input the verb could not read, not a finding about it.
+		return err
+	case errs > 0 || (v.Strict && warnings > 0):
+		return exitcode.Found(err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -60,11 +61,11 @@ func (a *ClusterUpgrade) Run(ctx context.Context) error {
 		return nil
 	}
 	if a.Since != "" {
-		return fmt.Errorf("%s: %d install(s) newly stuck since %s (%s)", a.Tree, len(bad), a.Since, summary(bad))
+		return exitcode.Found(fmt.Errorf("%s: %d install(s) newly stuck since %s (%s)", a.Tree, len(bad), a.Since, summary(bad)))
 	}
 	followed := 0
 	for _, s := range report.Steps {
 		followed += len(s.Findings)
 	}
-	return fmt.Errorf("%s: %d install(s) followed, %d stuck by a cluster upgrade (%s)", a.Tree, followed, len(bad), summary(bad))
+	return exitcode.Found(fmt.Errorf("%s: %d install(s) followed, %d stuck by a cluster upgrade (%s)", a.Tree, followed, len(bad), summary(bad)))
 }

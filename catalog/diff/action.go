@@ -15,6 +15,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/catalog/tree"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -185,7 +186,7 @@ func (d *Diff) print(ctx context.Context, report *Report, o, n *index.Catalog) e
 		return err
 	}
 	if n := len(report.Breaking()); d.Breaking && n > 0 {
-		return fmt.Errorf("%d breaking change(s) from %s to %s", n, d.Old, d.New)
+		return exitcode.Found(fmt.Errorf("%d breaking change(s) from %s to %s", n, d.Old, d.New))
 	}
 	return nil
 }

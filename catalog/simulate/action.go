@@ -21,6 +21,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
 	"github.com/csi-olm/csi-olm/catalog/tree"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 	"github.com/csi-olm/csi-olm/internal/option"
@@ -189,7 +190,7 @@ func (a *Simulate) Run(ctx context.Context) error {
 		return err
 	}
 	if unresolvable > 0 {
-		return &UnresolvableError{Unresolvable: unresolvable, Starts: len(paths)}
+		return exitcode.Found(&UnresolvableError{Unresolvable: unresolvable, Starts: len(paths)})
 	}
 	return nil
 }

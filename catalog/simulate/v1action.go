@@ -13,6 +13,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -115,7 +116,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		return err
 	}
 	if unresolvable > 0 {
-		return &UnresolvableError{Unresolvable: unresolvable, Starts: len(paths), OLM: "v1"}
+		return exitcode.Found(&UnresolvableError{Unresolvable: unresolvable, Starts: len(paths), OLM: "v1"})
 	}
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 	"path"
 	"runtime/debug"
 	"slices"
-	"strings"
 
 	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/tree"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -49,16 +49,13 @@ func (v *Validate) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var invalid []string
+	var errs []error
 	for _, c := range catalogs {
 		if err := v.one(ctx, c, opts); err != nil {
-			invalid = append(invalid, err.Error())
+			errs = append(errs, err)
 		}
 	}
-	if len(invalid) > 0 {
-		return errors.New(strings.Join(invalid, "\n"))
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // one validates one catalog; a minor's, each bundle must run on a cluster at that minor.
@@ -91,7 +88,7 @@ func (v *Validate) one(ctx context.Context, tc tree.Catalog, opts Options) error
 	fmt.Fprintf(v.Out, "%s: %d packages, %d channels, %d bundles: %d errors, %d warnings\n",
 		dir, len(cfg.Packages), len(cfg.Channels), len(cfg.Bundles), errs, warnings)
 	if errs > 0 {
-		return fmt.Errorf("catalog %s is invalid: %d errors", dir, errs)
+		return exitcode.Found(fmt.Errorf("catalog %s is invalid: %d errors", dir, errs))
 	}
 	return nil
 }

@@ -19,15 +19,14 @@ import (
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/release"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/version"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRoot().ExecuteContext(ctx)
 	stop()
-	if err != nil {
-		os.Exit(1)
-	}
+	os.Exit(exitcode.Of(err))
 }
 
 func newRoot() *cobra.Command {
@@ -37,7 +36,12 @@ func newRoot() *cobra.Command {
 		Use:   "csi-olm",
 		Short: "Build, check and migrate the OLM packages of OpenShift's optional CSI drivers",
 		Long: `csi-olm generates and validates the OLM bundles and file-based catalogs of the AWS EFS,
-AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between them.`,
+AWS EBS and OpenStack Manila CSI driver operators, and migrates clusters between them.
+
+Every verb exits 0 when it succeeds and finds nothing, 1 when it ran and found its input wrong (an
+invalid bundle or catalog, a breaking change, an unresolvable start, SharedVolumes that fail the
+check), and 2 when it could not do its job (a bad flag, an unreadable input, a registry or cluster
+out of reach).`,
 		SilenceUsage: true,
 	}
 	root.AddCommand(version.NewCommand(), bundle.NewCommand(), catalog.NewCommand(), efs.NewCommand(),

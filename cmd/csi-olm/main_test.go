@@ -3,8 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/csi-olm/csi-olm/internal/exitcode"
+	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
 
 func execute(t *testing.T, args ...string) (string, error) {
@@ -143,6 +148,55 @@ func TestCatalogErrorsNameTheFlags(t *testing.T) {
 	} {
 		if _, err := execute(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestExitCodes: every verb that reports findings exits 1 on them, and every verb exits 2 when it
+// cannot do its job, so a pipeline can tell a breaking change from a typo. The findings are the
+// field's: the committed catalogs read backwards, the field-shaped catalogs without the catalog
+// that provides their dependencies, a field-shaped tree of two minors.
+func TestExitCodes(t *testing.T) {
+	const bundle, v410, v411 = "../../bundle/aws-efs-operator/4.11.0", "../../catalog/certified/v4.10", "../../catalog/certified/v4.11"
+	field, deps, tree := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := synthcatalog.WriteFieldCatalogs(field, deps); err != nil {
+		t.Fatal(err)
+	}
+	if err := synthcatalog.WriteFieldTree(tree, 2); err != nil {
+		t.Fatal(err)
+	}
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "catalog.json"), []byte(`{"schema": "olm.package", "name": "p", "defaultChannel": "absent"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"bundle", "validate", bundle}, exitcode.OK},
+		{[]string{"bundle", "validate", "--release", bundle}, exitcode.Findings},
+		{[]string{"bundle", "validate", t.TempDir()}, exitcode.Failure},
+		{[]string{"bundle", "validate", "--no-such-flag", bundle}, exitcode.Failure},
+		{[]string{"catalog", "validate", v411}, exitcode.OK},
+		{[]string{"catalog", "validate", broken}, exitcode.Findings},
+		{[]string{"catalog", "validate", filepath.Join(broken, "absent")}, exitcode.Failure},
+		{[]string{"catalog", "diff", "--breaking", v410, v411}, exitcode.OK},
+		{[]string{"catalog", "diff", "--breaking", v411, v410}, exitcode.Findings},
+		{[]string{"catalog", "diff", "--breaking", "--olm", "v1", v411, v410}, exitcode.Findings},
+		{[]string{"catalog", "diff", "--breaking", v411}, exitcode.Failure},
+		{[]string{"catalog", "simulate", "--all", field, "--catalog", deps + ",priority=10", "--existing-operator", "x"}, exitcode.Failure},
+		{[]string{"catalog", "simulate", "--all", v411}, exitcode.OK},
+		{[]string{"catalog", "simulate", "--all", field}, exitcode.Findings},
+		{[]string{"catalog", "cluster-upgrade", "../../catalog/certified"}, exitcode.OK},
+		{[]string{"catalog", "cluster-upgrade", tree}, exitcode.Findings},
+		{[]string{"catalog", "cluster-upgrade", v411}, exitcode.Failure},
+		{[]string{"efs", "check-sharedvolumes", "--kubeconfig", filepath.Join(broken, "absent")}, exitcode.Failure},
+		{[]string{"catalog", "graph", "--format", "xml", "--output-dir", t.TempDir(), v411}, exitcode.Failure},
+		{[]string{"no-such-verb"}, exitcode.Failure},
+	} {
+		out, err := execute(t, tc.args...)
+		if got := exitcode.Of(err); got != tc.want {
+			t.Errorf("csi-olm %s: exit %d (%v), want %d\n%s", strings.Join(tc.args, " "), got, err, tc.want, out)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 )
@@ -81,7 +82,7 @@ func (c *Check) Run(ctx context.Context) error {
 		return nil
 	}
 	fmt.Fprintf(c.Out, "%d of %d SharedVolumes are invalid under the certified CRD: fix or delete them before upgrading with spec.install.preflight.crdUpgradeSafety.enforcement: None\n", invalid, len(items))
-	return fmt.Errorf("%d of %d SharedVolumes are invalid under the certified CRD", invalid, len(items))
+	return exitcode.Found(fmt.Errorf("%d of %d SharedVolumes are invalid under the certified CRD", invalid, len(items)))
 }
 
 // versionToList returns the version to read the SharedVolumes at, "" when the cluster serves none.

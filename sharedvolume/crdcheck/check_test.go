@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/communityefscrd"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	communityefsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -213,8 +214,8 @@ func TestCheckReadsAVersionTheCertifiedCRDDoesNotServe(t *testing.T) {
   apiVersion: Unsupported value: "aws-efs.managed.openshift.io/v1beta1": supported values: "aws-efs.managed.openshift.io/v1alpha1"
 1 of 1 SharedVolumes are invalid under the certified CRD: fix or delete them before upgrading with spec.install.preflight.crdUpgradeSafety.enforcement: None
 `
-	if err == nil || out.String() != want {
-		t.Errorf("err = %v, output:\n%s", err, out.String())
+	if exitcode.Of(err) != exitcode.Findings || out.String() != want {
+		t.Errorf("err = %v (exit %d, want %d, findings), output:\n%s", err, exitcode.Of(err), exitcode.Findings, out.String())
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/lint"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
 func newValidate() *cobra.Command {
@@ -25,7 +26,7 @@ rule (olmv1/...). Prints every problem of every bundle with the file it comes fr
 without a bundle is an error too. Warnings that an operator definition explains are shown as
 explained and do not count.
 
-Exits non-zero when a bundle has errors, or with --strict, unexplained warnings.`,
+Exits 1 when a bundle has errors, or with --strict, unexplained warnings.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v.Paths = args
@@ -37,5 +38,6 @@ Exits non-zero when a bundle has errors, or with --strict, unexplained warnings.
 	cmd.Flags().BoolVar(&v.Strict, "strict", false, "fail on warnings that no waiver explains")
 	cmd.Flags().BoolVar(&v.Release, "release", false, "check released bundles: every image pinned by digest")
 	cmd.Flags().BoolVar(&v.OLMv1, "olm-v1", false, "also check that OLM v1 (operator-controller v1.11.0) can install every bundle")
+	cmd.Long += "\n\n" + exitcode.Help("a bundle has errors, or with --strict unexplained warnings")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/catalog/clusterupgrade"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
 func newClusterUpgrade() *cobra.Command {
@@ -23,7 +24,7 @@ it when the cluster moves to 4.N+1 and its catalog becomes 4.N+1's:
   blocks          its olm.maxOpenShiftVersion keeps the cluster at 4.N: OLM reports the cluster
                   not upgradeable (IncompatibleOperatorsInstalled) until the operator is upgraded
 
-A minor whose next minor the tree lacks is listed as not followed. Exits non-zero when an install
+A minor whose next minor the tree lacks is listed as not followed. Exits 1 when an install
 is stranded, unresolvable or blocks the upgrade; with --since OLD_TREE, only when one is that is
 not so in OLD_TREE (what OLD_TREE had already is counted apart), as ` + "`catalog diff --breaking`" + `
 fails only on what a change breaks.`,
@@ -41,5 +42,6 @@ fails only on what a change breaks.`,
 	f.StringVarP(&a.Output, "output", "o", "text", "output: text, json")
 	fills(f, "since", "Since")
 	fills(f, "output", "Output")
+	cmd.Long += "\n\n" + exitcode.Help("an install is stuck by a cluster upgrade (with --since, newly stuck)")
 	return cmd
 }

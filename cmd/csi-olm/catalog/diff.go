@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/catalog/diff"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
 func newDiff() *cobra.Command {
@@ -29,7 +30,7 @@ Dependencies resolve as on a cluster: --with-catalog, --existing-operator and --
 for simulate, describe the rest of it, the same for both catalogs. A start whose dependency
 nothing provides, in both, is no change.
 
---breaking prints only the breaking changes and exits non-zero when there is one.
+--breaking prints only the breaking changes and exits 1 when there is one.
 
 Catalogs are directories or catalog images (registry.example/catalog:tag), as for simulate.
 
@@ -64,5 +65,6 @@ removed breaks nothing there: operator-controller does not read it. --existing-o
 	f.StringVar(&d.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	f.StringVar(&d.OLM, "olm", "v0", "the OLM whose users are judged: v0 (Subscriptions, OLM's catalog operator) or v1 (ClusterExtensions, operator-controller)")
 	fills(f, "olm", "OLM")
+	cmd.Long += "\n\n" + exitcode.Help("with --breaking, a change strands users of the old catalog")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
 func newSimulate() *cobra.Command {
@@ -39,7 +40,7 @@ installed:
 --from-cluster reads the cluster's other installed CSVs as well. A start whose dependency nothing
 provides is reported with the ResolutionFailed condition OLM would give its Subscription.
 
-Every start is printed; the verb then exits non-zero when OLM cannot resolve one of them.
+Every start is printed; the verb then exits 1 when OLM cannot resolve one of them.
 
 <catalog>, --installed-from and --with-catalog are catalog directories or catalog images
 (registry.example/catalog:tag), which are pulled and read from the directory their
@@ -106,5 +107,6 @@ installs. With --olm v1:
 	}
 	cmd.MarkFlagsOneRequired("installed", "all", "from-cluster")
 	cmd.MarkFlagsMutuallyExclusive("installed", "all", "from-cluster")
+	cmd.Long += "\n\n" + exitcode.Help("a start does not resolve")
 	return cmd
 }

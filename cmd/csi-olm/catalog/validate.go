@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
 func newValidate() *cobra.Command {
@@ -24,7 +25,7 @@ manifests agree with the bundle directories.
 The catalog is a directory, a tree of per-minor catalogs, or a catalog image
 (registry.example/catalog:tag), as for every catalog verb.
 
-Prints every problem with its package, channel or bundle and file; exits non-zero on errors.`,
+Prints every problem with its package, channel or bundle and file; exits 1 on errors.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v.Dir = args[0]
@@ -36,5 +37,6 @@ Prints every problem with its package, channel or bundle and file; exits non-zer
 	cmd.Flags().StringVar(&v.Bundles, "bundles", "", "bundle directory tree the embedded bundle objects must agree with")
 	fills(cmd.Flags(), "community", "Community")
 	fills(cmd.Flags(), "bundles", "Bundles")
+	cmd.Long += "\n\n" + exitcode.Help("a catalog has errors")
 	return cmd
 }

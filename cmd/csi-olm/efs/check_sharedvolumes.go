@@ -3,6 +3,7 @@ package efs
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/crdcheck"
 )
@@ -28,7 +29,7 @@ value it does not change, but still refuse every update (a label, a finalizer re
 SharedVolume without a spec, and every write that sets an invalid value: a restore, a re-apply,
 a status write.
 
-It prints each invalid SharedVolume with every failing field and why, and exits non-zero when any
+It prints each invalid SharedVolume with every failing field and why, and exits 1 when any
 is invalid. It changes nothing. Run it right before the upgrade: SharedVolumes created after it
 ran are not checked.`,
 		Args: cobra.NoArgs,
@@ -39,5 +40,6 @@ ran are not checked.`,
 	}
 	// Not flags.BindCluster: that adds --dry-run, and this verb changes nothing.
 	cmd.Flags().StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	cmd.Long += "\n\n" + exitcode.Help("a SharedVolume is invalid under the certified CRD")
 	return cmd
 }
