@@ -39,12 +39,12 @@ GENERATED_STAMP := $(BIN)/.generated
 
 .PHONY: catalog
 catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and draw the upgrade graphs: the main job
-	$(CSI_OLM) catalog generate --bundles bundle --output catalog
+	$(CSI_OLM) catalog generate --bundles bundle --output-dir catalog
 	$(CSI_OLM) catalog validate catalog/community --bundles bundle
 	$(CSI_OLM) catalog validate catalog/certified --community catalog/community --bundles bundle
 	rm -rf catalog/graphs
-	$(CSI_OLM) catalog graph catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
-	$(CSI_OLM) catalog graph catalog/certified --community catalog/community --format dot,mermaid,svg --output-dir catalog/graphs
+	$(CSI_OLM) catalog graph catalog/community -o dot,mermaid,svg --output-dir catalog/graphs
+	$(CSI_OLM) catalog graph catalog/certified --community catalog/community -o dot,mermaid,svg --output-dir catalog/graphs
 	@# The simulation picture is of the newest minor's catalogs.
 	m=$$(basename "$$(ls -d catalog/certified/v4.*/ | sort -V | tail -n1)") && \
 	$(CSI_OLM) catalog simulate catalog/certified/$$m --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/$$m -o svg > catalog/graphs/simulate.svg.tmp && \
@@ -230,8 +230,8 @@ run-down: cli ## Stop the local dev cluster
 
 .PHONY: bundle
 bundle: $(GENERATED_STAMP) cli ## Generate the OLM bundles into bundle/ and validate them, for OLM v1 too
-	$(CSI_OLM) bundle generate --output bundle
-	$(CSI_OLM) bundle validate --strict --olm-v1 bundle
+	$(CSI_OLM) bundle generate --output-dir bundle
+	$(CSI_OLM) bundle validate --strict --olm v1 bundle
 
 .PHONY: build
 build: cli ## Build the binaries into bin/

@@ -500,7 +500,7 @@ func TestOLMv1ThroughValidate(t *testing.T) {
 	var out bytes.Buffer
 	err := (&lint.Validate{Paths: []string{broken, "../manila-csi-driver-operator"}, OLMv1: true, Explain: explain, Out: &out}).Run(context.Background())
 	if err == nil {
-		t.Fatalf("an OwnNamespace-only bundle passed --olm-v1:\n%s", out.String())
+		t.Fatalf("an OwnNamespace-only bundle passed --olm v1:\n%s", out.String())
 	}
 	for _, want := range []string{
 		"FAIL " + broken + "\n",

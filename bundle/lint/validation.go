@@ -1,7 +1,7 @@
 // Package validation checks registry+v1 bundle directories with operator-framework/api's
 // validators, plus the checks csi-olm adds, and says which file every problem comes from.
 //
-// With Options.OLMv1 (`csi-olm bundle validate --olm-v1`) it also checks that OLM v1,
+// With Options.OLMv1 (`csi-olm bundle validate --olm v1`) it also checks that OLM v1,
 // operator-controller v1.11.0, can install each bundle: OLMv1 restates the rules that
 // operator-controller enforces when it resolves a registry+v1 bundle and converts it into the
 // objects it applies (AllNamespaces install mode, no dependencies, no owned API services, the

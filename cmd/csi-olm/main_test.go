@@ -80,7 +80,7 @@ func TestVerbsAreWired(t *testing.T) {
 	for _, args := range [][]string{
 		{"release"},
 		{"release", "--registry", "127.0.0.1:5000/csi-olm", "--mirror", "quay.io"},
-		{"catalog", "images", "../../catalog/certified", "--format", "idms"},
+		{"catalog", "images", "../../catalog/certified", "-o", "idms"},
 	} {
 		if _, err := execute(t, args...); err == nil {
 			t.Errorf("%v succeeded", args)
@@ -126,15 +126,15 @@ func TestCatalogErrorsNameTheFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"catalog", "images", certifiedTree, "--format", "idms"}, "--mirror: the idms format needs the registry the cluster pulls from instead"},
-		{[]string{"catalog", "images", certified, "--format", "imageset"}, "--catalog-image: the imageset format needs"},
-		{[]string{"catalog", "images", certifiedTree, "--format", "imageset", "--catalog-image", "quay.io/csi-olm/certified-catalog:v4.11"}, "catalog " + certifiedTree + " is a tree of per-minor catalogs, each published in its own image"},
-		{[]string{"catalog", "graph", certifiedTree, "--format", "svg"}, "--output-dir: the svg format writes files"},
+		{[]string{"catalog", "images", certifiedTree, "-o", "idms"}, "--mirror: the idms format needs the registry the cluster pulls from instead"},
+		{[]string{"catalog", "images", certified, "-o", "imageset"}, "--catalog-image: the imageset format needs"},
+		{[]string{"catalog", "images", certifiedTree, "-o", "imageset", "--catalog-image", "quay.io/csi-olm/certified-catalog:v4.11"}, "catalog " + certifiedTree + " is a tree of per-minor catalogs, each published in its own image"},
+		{[]string{"catalog", "graph", certifiedTree, "-o", "svg"}, "--output-dir: the svg format writes files"},
 		{[]string{"catalog", "validate", certified, "--community", communityTree}, "--community: " + communityTree + " is a tree of per-minor catalogs, but " + certified + " is one catalog"},
 		{[]string{"catalog", "diff", communityTree, certifiedTree, "-o", "json"}, "--output: two trees of per-minor catalogs are reported as text"},
 		{[]string{"catalog", "diff", communityTree, certified}, "is one catalog, but the other is a tree of per-minor catalogs"},
 		{[]string{"catalog", "simulate", certifiedTree, "--all"}, "is a tree of per-minor catalogs (v4.5, v4.9, v4.10, v4.11): give the catalog of one minor, such as " + certifiedTree + "/v4.11"},
-		{[]string{"catalog", "generate", "--bundles", "../../bundle", "--output", t.TempDir(), "--bundle-image", "registry.example/{{.Package"}, "--bundle-image: template"},
+		{[]string{"catalog", "generate", "--bundles", "../../bundle", "--output-dir", t.TempDir(), "--bundle-image", "registry.example/{{.Package"}, "--bundle-image: template"},
 		{[]string{"catalog", "validate", certified, "--bundles", "/nonexistent"}, "--bundles: stat /nonexistent"},
 		{[]string{"catalog", "diff", communityTree + "/v4.5", certifiedTree + "/v4.5", "-o", "dot"}, "--package: a picture shows one package and"},
 		{[]string{"catalog", "simulate", certified}, "at least one of the flags in the group [installed all from-cluster] is required"},
@@ -191,7 +191,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"catalog", "cluster-upgrade", tree}, exitcode.Findings},
 		{[]string{"catalog", "cluster-upgrade", v411}, exitcode.Failure},
 		{[]string{"efs", "check-sharedvolumes", "--kubeconfig", filepath.Join(broken, "absent")}, exitcode.Failure},
-		{[]string{"catalog", "graph", "--format", "xml", "--output-dir", t.TempDir(), v411}, exitcode.Failure},
+		{[]string{"catalog", "graph", "-o", "xml", "--output-dir", t.TempDir(), v411}, exitcode.Failure},
 		{[]string{"no-such-verb"}, exitcode.Failure},
 	} {
 		out, err := execute(t, tc.args...)

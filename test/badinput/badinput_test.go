@@ -43,7 +43,7 @@ type caseFile struct {
 	Remove []string `json:"remove,omitempty"`
 	// Release runs the verb as a release does, where it has such a mode.
 	Release bool `json:"release,omitempty"`
-	// OLMv1 adds OLM v1's limits to a bundle's checks (`bundle validate --olm-v1`).
+	// OLMv1 adds OLM v1's limits to a bundle's checks (`bundle validate --olm v1`).
 	OLMv1 bool `json:"olmV1,omitempty"`
 	// Want lists what the verb's output and error must say, every line.
 	Want []string `json:"want"`

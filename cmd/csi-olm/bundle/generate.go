@@ -25,6 +25,6 @@ openshift-tests and e2e.test (drivers/efsdriver/testing/manifest.yaml under --ou
 			return g.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&g.OutputDir, "output", "bundle", "directory that receives <package>/<version>/")
+	cmd.Flags().StringVar(&g.OutputDir, "output-dir", "bundle", "directory that receives <package>/<version>/")
 	return cmd
 }

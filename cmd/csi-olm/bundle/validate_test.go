@@ -26,11 +26,11 @@ func validate(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// --olm-v1 passes the committed head, and fails a copy of it that supports OwnNamespace instead
+// --olm v1 passes the committed head, and fails a copy of it that supports OwnNamespace instead
 // of AllNamespaces, which passes without the flag.
 func TestValidateOLMv1(t *testing.T) {
-	if out, err := validate(t, "--olm-v1", "--strict", efsHead); err != nil || !strings.Contains(out, "ok "+efsHead) {
-		t.Fatalf("--olm-v1 on the committed head: %v\n%s", err, out)
+	if out, err := validate(t, "--olm", "v1", "--strict", efsHead); err != nil || !strings.Contains(out, "ok "+efsHead) {
+		t.Fatalf("--olm v1 on the committed head: %v\n%s", err, out)
 	}
 
 	dir := filepath.Join(t.TempDir(), "4.11.0")
@@ -53,14 +53,14 @@ func TestValidateOLMv1(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, err := validate(t, "--olm-v1", dir)
+	out, err := validate(t, "--olm", "v1", dir)
 	if err == nil {
-		t.Fatalf("--olm-v1 passed an OwnNamespace-only bundle:\n%s", out)
+		t.Fatalf("--olm v1 passed an OwnNamespace-only bundle:\n%s", out)
 	}
 	if want := csv + ": error: [olmv1/all-namespaces] aws-efs-csi-driver-operator.v4.11.0: spec.installModes supports OwnNamespace but not AllNamespaces"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q:\n%s", want, out)
 	}
 	if out, err := validate(t, dir); err != nil {
-		t.Errorf("without --olm-v1 the bundle fails: %v\n%s", err, out)
+		t.Errorf("without --olm v1 the bundle fails: %v\n%s", err, out)
 	}
 }

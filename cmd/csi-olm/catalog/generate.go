@@ -31,7 +31,7 @@ upgrade) before anything is written; on any problem nothing is written.`,
 		},
 	}
 	cmd.Flags().StringVar(&g.BundleDir, "bundles", "bundle", "directory of the bundle directories (<package>/<version>/)")
-	cmd.Flags().StringVar(&g.OutputDir, "output", "catalog", "directory that receives the catalogs")
+	cmd.Flags().StringVar(&g.OutputDir, "output-dir", "catalog", "directory that receives the catalogs")
 	cmd.Flags().StringVar(&g.BundleImage, "bundle-image", "", "bundle image template for published catalogs, e.g. 'registry.example/{{.Package}}-bundle:v{{.Version}}'")
 	fills(cmd.Flags(), "bundle-image", "BundleImage")
 	return cmd

@@ -31,8 +31,8 @@ The catalog is a directory, a tree of per-minor catalogs, or a catalog image
 	}
 	cmd.Flags().StringVar(&g.Community, "community", "", "community catalog whose versions edges come from")
 	cmd.Flags().StringVar(&g.Package, "package", "", "draw only this package")
-	cmd.Flags().StringSliceVarP(&g.Formats, "format", "f", []string{"dot"}, "formats: "+strings.Join(graph.Formats, ", "))
-	cmd.Flags().StringVarP(&g.OutputDir, "output-dir", "o", "", "write <catalog>-<package>.<ext> files here")
+	cmd.Flags().StringSliceVarP(&g.Formats, "output", "o", []string{"dot"}, "formats, comma-separated: "+strings.Join(graph.Formats, ", "))
+	cmd.Flags().StringVar(&g.OutputDir, "output-dir", "", "write <catalog>-<package>.<ext> files here")
 	fills(cmd.Flags(), "community", "Community")
 	fills(cmd.Flags(), "output-dir", "OutputDir")
 	cmd.Flags().StringVar(&g.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")

@@ -20,7 +20,7 @@ func TestVerbsReadCatalogImages(t *testing.T) {
 		args func(catalog string) []string
 	}{
 		{"validate", func(c string) []string { return []string{"validate", c} }},
-		{"graph", func(c string) []string { return []string{"graph", c, "--format", "mermaid"} }},
+		{"graph", func(c string) []string { return []string{"graph", c, "-o", "mermaid"} }},
 		{"images", func(c string) []string { return []string{"images", c} }},
 		{"simulate", func(c string) []string { return []string{"simulate", c, "--all"} }},
 		{"diff", func(c string) []string { return []string{"diff", dir, c} }},

@@ -29,7 +29,7 @@ The catalog is a directory, a tree of per-minor catalogs, or a catalog image
 			return a.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&a.Format, "format", "f", mirror.FormatList, "format: "+strings.Join(mirror.Formats, ", "))
+	cmd.Flags().StringVarP(&a.Format, "output", "o", mirror.FormatList, "output: "+strings.Join(mirror.Formats, ", "))
 	cmd.Flags().StringVar(&a.Mirror, "mirror", "", "registry the ImageDigestMirrorSet redirects to, e.g. mirror.example:5000")
 	cmd.Flags().StringVar(&a.CatalogImage, "catalog-image", "", "catalog image the ImageSetConfiguration mirrors")
 	fills(cmd.Flags(), "mirror", "Mirror")
