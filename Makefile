@@ -258,7 +258,7 @@ images: operator-binaries cli tools ## Build the operator, bundle and catalog im
 release: operator-binaries cli tools ## Pin every image by digest and publish the bundle and catalog images under REGISTRY= (MIRRORS="SRC=DST ..." reads SRC at DST)
 	@[[ -n "$(REGISTRY)" ]] || { echo "make release needs REGISTRY=, e.g. REGISTRY=quay.io/csi-olm"; exit 2; }
 	$(CSI_OLM) release --registry $(REGISTRY) $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) \
-		--opm "$$(hack/tools.sh opm)" --grpc-health-probe "$$(hack/tools.sh grpc_health_probe)" $(foreach m,$(MIRRORS),--mirror $(m)) --output $(or $(OUTPUT),$(BIN)/release)
+		--opm "$$(hack/tools.sh opm)" --grpc-health-probe "$$(hack/tools.sh grpc_health_probe)" $(foreach m,$(MIRRORS),--mirror $(m)) --output-dir $(or $(OUTPUT),$(BIN)/release)
 
 # Always rebuilt: go build is a cache lookup when nothing changed, and make cannot see Go's inputs.
 .PHONY: $(TESTLEDGER)
