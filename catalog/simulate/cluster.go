@@ -31,7 +31,7 @@ func clusterStarts(ctx context.Context, opts *kube.ClusterOptions, sim *olmv0.Si
 	if err != nil {
 		return nil, err
 	}
-	subs, err := cs.OperatorsV1alpha1().Subscriptions(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	subs, err := cs.OperatorsV1alpha1().Subscriptions(opts.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing Subscriptions: %w", err)
 	}

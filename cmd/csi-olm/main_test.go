@@ -88,7 +88,8 @@ func TestVerbsAreWired(t *testing.T) {
 	}
 }
 
-// TestClusterChangingVerbsDefaultToDryRun keeps every verb that changes a cluster safe by default.
+// TestClusterChangingVerbsDefaultToDryRun keeps every verb that changes a cluster safe by default:
+// it changes the cluster only with --confirm, as oc's pruning and migrating verbs do.
 func TestClusterChangingVerbsDefaultToDryRun(t *testing.T) {
 	root := newRoot()
 	for _, path := range [][]string{
@@ -98,9 +99,22 @@ func TestClusterChangingVerbsDefaultToDryRun(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", path, err)
 		}
-		flag := cmd.Flags().Lookup("dry-run")
-		if flag == nil || flag.DefValue != "true" {
-			t.Errorf("%v: --dry-run must default to true, got %v", path, flag)
+		flag := cmd.Flags().Lookup("confirm")
+		if flag == nil || flag.DefValue != "false" {
+			t.Errorf("%v: --confirm must default to false, got %v", path, flag)
+		}
+		// The old spelling keeps its meaning.
+		for _, tc := range []struct {
+			args []string
+			dry  bool
+		}{{nil, true}, {[]string{"--confirm"}, false}, {[]string{"--confirm=false"}, true}, {[]string{"--dry-run=false"}, false}} {
+			cmd, _, _ := newRoot().Find(path)
+			if err := cmd.ParseFlags(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if dry, _ := cmd.Flags().GetBool("dry-run"); dry != tc.dry {
+				t.Errorf("%v %v: dry run %v, want %v", path, tc.args, dry, tc.dry)
+			}
 		}
 	}
 }

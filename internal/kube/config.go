@@ -8,39 +8,47 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
-
-// Config loads a client configuration the way kubectl does: --kubeconfig when given, else
-// $KUBECONFIG, else ~/.kube/config, else the in-cluster service account.
-func Config(kubeconfig string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading the cluster connection (pass --kubeconfig or set KUBECONFIG): %w", err)
-	}
-	return cfg, nil
-}
 
 // ClusterOptions are what every verb that reads or changes a cluster takes: where the cluster
 // is, and whether it may change it.
 type ClusterOptions struct {
 	Kubeconfig string
+	// Context is the kubeconfig context to use; empty takes the current one.
+	Context string
+	// Namespace limits a verb that reads namespaced objects to one namespace; empty reads all.
+	Namespace string
 	// DryRun prints what would be done and changes nothing.
 	DryRun bool
-	// Config, when set, is used instead of Kubeconfig.
+	// Config, when set, is used instead of Kubeconfig and Context.
 	Config *rest.Config
 }
 
-// RESTConfig returns Config when it is set, else loads Kubeconfig as Config does.
+// ConfigFlags are kubectl's own flags (cli-runtime's) over the options' connection fields:
+// --kubeconfig and --context, and with namespaced, -n/--namespace.
+func (o *ClusterOptions) ConfigFlags(namespaced bool) *genericclioptions.ConfigFlags {
+	f := &genericclioptions.ConfigFlags{KubeConfig: &o.Kubeconfig, Context: &o.Context}
+	if namespaced {
+		f.Namespace = &o.Namespace
+	}
+	return f
+}
+
+// RESTConfig returns Config when it is set, else loads the connection the way kubectl does:
+// --kubeconfig when given, else $KUBECONFIG, else ~/.kube/config, else the in-cluster service
+// account, at --context when given.
 func (o *ClusterOptions) RESTConfig() (*rest.Config, error) {
 	if o.Config != nil {
 		return o.Config, nil
 	}
-	return Config(o.Kubeconfig)
+	cfg, err := o.ConfigFlags(false).ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the cluster connection (pass --kubeconfig or set KUBECONFIG): %w", err)
+	}
+	return cfg, nil
 }
 
 // FindDeployment returns a Deployment with one of the names, in any namespace, or nil.

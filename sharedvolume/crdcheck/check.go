@@ -57,7 +57,7 @@ func (c *Check) Run(ctx context.Context) error {
 		fmt.Fprintf(c.Out, "the cluster serves no SharedVolume API (%s.%s): no SharedVolume to check\n", plural, group)
 		return nil
 	}
-	items, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Group: group, Version: listVersion, Resource: plural}))
+	items, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Group: group, Version: listVersion, Resource: plural}).Namespace(c.Namespace))
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func versionToList(disco discovery.DiscoveryInterface, group, plural string, cer
 	return "", nil
 }
 
-func listAll(ctx context.Context, r dynamic.NamespaceableResourceInterface) ([]unstructured.Unstructured, error) {
+func listAll(ctx context.Context, r dynamic.ResourceInterface) ([]unstructured.Unstructured, error) {
 	var items []unstructured.Unstructured
 	opts := metav1.ListOptions{Limit: listPageSize}
 	for {

@@ -54,7 +54,7 @@ func (r *Release) Run(ctx context.Context) error {
 		return err
 	}
 	var list sharedvolumev1alpha1.SharedVolumeList
-	if err := c.List(ctx, &list); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
 		return fmt.Errorf("listing SharedVolumes: %w", err)
 	}
 	var targets []sharedvolumev1alpha1.SharedVolume

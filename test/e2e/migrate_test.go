@@ -196,7 +196,7 @@ func TestMigrateCSO(t *testing.T) {
 // runKilled runs a migrate verb that kills itself after a step, and checks it died that way.
 func runKilled(t *testing.T, bin string, s *testbed.Stack, step string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig, "--dry-run=false")...)
+	cmd := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig, "--confirm")...)
 	cmd.Env = append(os.Environ(), "CSI_OLM_MIGRATE_KILL_AFTER="+step)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
@@ -207,7 +207,7 @@ func runKilled(t *testing.T, bin string, s *testbed.Stack, step string, args ...
 
 func run(t *testing.T, bin string, s *testbed.Stack, args ...string) string {
 	t.Helper()
-	out, err := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig, "--dry-run=false")...).CombinedOutput()
+	out, err := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig, "--confirm")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("the rerun failed: %v\n%s", err, out)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
 	"github.com/csi-olm/csi-olm/internal/exitcode"
 )
 
@@ -92,7 +93,7 @@ installs. With --olm v1:
 	f.StringVar(&a.Minor, "minor", "", "the OpenShift minor (4.11) whose catalog a tree of per-minor catalogs gives (default with --from-cluster: the cluster's, from its ClusterVersion)")
 	f.BoolVar(&a.All, "all", false, "simulate every start the catalog offers")
 	f.BoolVar(&a.FromCluster, "from-cluster", false, "start from the cluster's Subscriptions and installed CSVs")
-	f.StringVar(&a.Cluster.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster, for --from-cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	flags.BindConnection(cmd, &a.Cluster, true)
 	f.StringVarP(&a.Output, "output", "o", "text", "output: "+strings.Join(simulate.Formats, ", "))
 	f.StringVar(&a.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	f.StringVar(&a.OLM, "olm", "v0", "the OLM to predict: v0 (Subscriptions, OLM's catalog operator) or v1 (ClusterExtensions, operator-controller)")

@@ -3,6 +3,7 @@ package efs
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
 	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/sharedvolume/crdcheck"
@@ -38,8 +39,8 @@ ran are not checked.`,
 			return c.Run(cmd.Context())
 		},
 	}
-	// Not flags.BindCluster: that adds --dry-run, and this verb changes nothing.
-	cmd.Flags().StringVar(&c.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+	// Not flags.BindCluster: that adds --confirm, and this verb changes nothing.
+	flags.BindConnection(cmd, &c.ClusterOptions, true)
 	cmd.Long += "\n\n" + exitcode.Help("a SharedVolume is invalid under the certified CRD")
 	return cmd
 }

@@ -39,8 +39,8 @@ func TestCheckSharedVolumesIsWired(t *testing.T) {
 			t.Errorf("check-sharedvolumes --help lacks %q:\n%s", want, out)
 		}
 	}
-	// It changes nothing: a --dry-run would suggest it might.
-	if strings.Contains(out, "--dry-run") {
+	// It changes nothing: a --confirm or --dry-run would suggest it might.
+	if strings.Contains(out, "--dry-run") || strings.Contains(out, "--confirm") {
 		t.Errorf("check-sharedvolumes has a --dry-run:\n%s", out)
 	}
 	if _, err := run(t, "check-sharedvolumes", "ns/name"); err == nil || !strings.Contains(err.Error(), `unknown command "ns/name"`) {

@@ -18,13 +18,13 @@ been uninstalled, nothing removes them and deleting the CR waits forever.
 
 This verb removes the operator's finalizers, and only them, after checking that no operator
 Deployment is left in any namespace. The driver's objects are not touched: they keep serving
-every volume. It only prints its plan unless --dry-run=false.`,
+every volume. It only prints its plan unless --confirm.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r.Out = cmd.OutOrStdout()
 			return r.Run(cmd.Context())
 		},
 	}
-	flags.BindCluster(cmd, &r.ClusterOptions)
+	flags.BindCluster(cmd, &r.ClusterOptions, false)
 	return cmd
 }

@@ -19,14 +19,14 @@ no operator is left to do it. Their PersistentVolumes and PersistentVolumeClaims
 are: the volumes keep working, and deleting the claims and volumes is left to the admin.
 
 Refuses while a SharedVolume controller runs (Deployment aws-efs-csi-driver-operator or
-aws-efs-operator in any namespace). Only prints its plan unless --dry-run=false.`,
+aws-efs-operator in any namespace). Only prints its plan unless --confirm.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r.Out = cmd.OutOrStdout()
 			return r.Run(cmd.Context())
 		},
 	}
-	flags.BindCluster(cmd, &r.ClusterOptions)
+	flags.BindCluster(cmd, &r.ClusterOptions, true)
 	cmd.Flags().BoolVar(&r.All, "all", false, "release every SharedVolume, not only those being deleted")
 	return cmd
 }

@@ -25,7 +25,7 @@ It checks each operand the CSO-era operator adopts by name. The CSO-era EBS oper
 driver in openshift-cluster-csi-drivers, so it cannot adopt the OLM-era EBS driver: the plan says
 what the admin must do afterwards, and --accept-namespace-move acknowledges it.
 
-Only the plan is printed unless --dry-run=false. Running it again resumes an interrupted
+Only the plan is printed unless --confirm. Running it again resumes an interrupted
 migration from its record.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -16,7 +16,7 @@ func newSubscription() *cobra.Command {
 		Short: "Move the community aws-efs-operator's Subscription to the certified catalog",
 		Long: `Finds the Subscription of package aws-efs-operator in any namespace, asks the target
 catalog's registry whether a bundle of the package upgrades from the installed CSV (replaces,
-skips or skipRange), and prints the plan. With --dry-run=false it records the plan and the
+skips or skipRange), and prints the plan. With --confirm it records the plan and the
 Subscription's original spec in a ConfigMap next to the Subscription, changes only spec.source,
 spec.sourceNamespace (and spec.channel when the plan says so), follows OLM's upgrade until the
 new CSV Succeeded and the Subscription is AtLatestKnown, and checks that the EFS driver's
