@@ -7,10 +7,13 @@ package load
 import (
 	"archive/tar"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path"
 	"path/filepath"
@@ -37,9 +40,57 @@ type Catalog struct {
 	Close func()
 }
 
+// Registry says how catalog images are pulled, as opm's flags of the same names do. Credentials
+// come from the Docker and Podman login files (~/.docker/config.json, $REGISTRY_AUTH_FILE,
+// $XDG_RUNTIME_DIR/containers/auth.json), as for opm.
+type Registry struct {
+	// UseHTTP pulls over plain HTTP (--use-http).
+	UseHTTP bool
+	// SkipTLSVerify accepts any certificate (--skip-tls-verify).
+	SkipTLSVerify bool
+	// CAFile is a PEM file of certificate authorities trusted beside the system's (--ca-file).
+	CAFile string
+}
+
+type registryKey struct{}
+
+// WithRegistry is ctx whose catalog images Open pulls as r says.
+func WithRegistry(ctx context.Context, r Registry) context.Context {
+	return context.WithValue(ctx, registryKey{}, r)
+}
+
+// options are the pull options r asks for.
+func (r Registry) options() ([]name.Option, []remote.Option, error) {
+	var names []name.Option
+	if r.UseHTTP {
+		names = append(names, name.Insecure)
+	}
+	if !r.SkipTLSVerify && r.CAFile == "" {
+		return names, nil, nil
+	}
+	tlsConfig := &tls.Config{InsecureSkipVerify: r.SkipTLSVerify} //nolint:gosec // asked for with --skip-tls-verify
+	if r.CAFile != "" {
+		pem, err := os.ReadFile(r.CAFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the registry's certificate authorities: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, nil, fmt.Errorf("reading the registry's certificate authorities: %s holds no PEM certificate", r.CAFile)
+		}
+		tlsConfig.RootCAs = pool
+	}
+	transport := remote.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = tlsConfig
+	return names, []remote.Option{remote.WithTransport(transport)}, nil
+}
+
 // Open reads a catalog as opm render does: an existing directory as it is, else a catalog image,
-// pulled and unpacked from the directory its configs label names. The catalog is named by
-// tree.NameOf.
+// pulled and unpacked from the directory its configs label names, with ctx's Registry options
+// (WithRegistry). The catalog is named by tree.NameOf.
 func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, error) {
 	if st, err := os.Stat(arg); err == nil {
 		if !st.IsDir() {
@@ -57,12 +108,17 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, err
 	}
 	// Only a reference that names its registry is pulled: a mistyped directory must not become a
 	// pull from Docker Hub, nor a relative one (../catalog) a lookup of the host "..".
+	reg, _ := ctx.Value(registryKey{}).(Registry)
+	nameOpts, pullOpts, err := reg.options()
+	if err != nil {
+		return nil, err
+	}
 	host, _, _ := strings.Cut(arg, "/")
-	ref, err := name.ParseReference(arg)
+	ref, err := name.ParseReference(arg, nameOpts...)
 	if err != nil || !strings.Contains(arg, "/") || strings.HasPrefix(host, ".") || !(strings.ContainsAny(host, ".:") || host == "localhost") {
 		return nil, fmt.Errorf("catalog %s: no such directory, and not an image reference with a registry host (registry.example/catalog:tag)", arg)
 	}
-	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	opts = append(append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, pullOpts...), opts...)
 	img, err := remote.Image(ref, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: no such directory, and pulling it as an image failed: %w", arg, err)

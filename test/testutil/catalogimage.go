@@ -1,10 +1,12 @@
 package testutil
 
 import (
+	"encoding/pem"
 	"io"
 	"log"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,24 @@ func PushCatalogImage(t *testing.T, dir string, cfg images.Config, tag string) s
 	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
+	return pushCatalogImage(t, srv, dir, cfg, tag)
+}
+
+// PushCatalogImageTLS is PushCatalogImage to a registry serving HTTPS with a certificate of its
+// own authority, whose PEM file it also returns.
+func PushCatalogImageTLS(t *testing.T, dir string, cfg images.Config, tag string) (ref, caFile string) {
+	t.Helper()
+	srv := httptest.NewTLSServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	caFile = filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return pushCatalogImage(t, srv, dir, cfg, tag, remote.WithTransport(srv.Client().Transport)), caFile
+}
+
+func pushCatalogImage(t *testing.T, srv *httptest.Server, dir string, cfg images.Config, tag string, opts ...remote.Option) string {
+	t.Helper()
 	files, err := images.CopyFS(os.DirFS(dir), ".", images.ConfigsDir, false)
 	if err != nil {
 		t.Fatal(err)
@@ -34,12 +54,12 @@ func PushCatalogImage(t *testing.T, dir string, cfg images.Config, tag string) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref := strings.TrimPrefix(srv.URL, "http://") + "/csi-olm/certified:" + tag
+	ref := strings.TrimPrefix(strings.TrimPrefix(srv.URL, "http://"), "https://") + "/csi-olm/certified:" + tag
 	r, err := name.ParseReference(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(r, img); err != nil {
+	if err := remote.Write(r, img, opts...); err != nil {
 		t.Fatal(err)
 	}
 	return ref

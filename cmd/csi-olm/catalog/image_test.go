@@ -41,3 +41,30 @@ func TestVerbsReadCatalogImages(t *testing.T) {
 		})
 	}
 }
+
+// A registry with a certificate of its own authority is refused, and read with --ca-file or
+// --skip-tls-verify, by every verb that reads catalog images.
+func TestRegistryFlags(t *testing.T) {
+	const dir = "../../../catalog/certified/v4.11"
+	img, ca := testutil.PushCatalogImageTLS(t, dir, images.CatalogConfig(v1.Platform{OS: "linux", Architecture: "amd64"}), "v4.11")
+	for _, verb := range []string{"validate", "graph", "images", "simulate", "diff"} {
+		args := []string{verb, img}
+		switch verb {
+		case "simulate":
+			args = append(args, "--all")
+		case "diff":
+			args = []string{verb, dir, img}
+		}
+		if _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s without the registry's authority: %v, want a certificate error", verb, err)
+		}
+		for _, flag := range [][]string{{"--ca-file", ca}, {"--skip-tls-verify"}} {
+			if out, err := run(t, append(args, flag...)...); err != nil {
+				t.Errorf("%s %s: %v\n%s", verb, flag[0], err, out)
+			}
+		}
+	}
+	if _, err := run(t, "validate", img, "--ca-file", dir+"/aws-efs-operator/catalog.json"); err == nil || !strings.Contains(err.Error(), "holds no PEM certificate") {
+		t.Errorf("--ca-file naming no PEM file: %v", err)
+	}
+}
