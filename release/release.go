@@ -5,6 +5,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -295,16 +296,24 @@ func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *imag
 
 // readOPM reads and packs the opm and grpc_health_probe the catalog images serve with.
 func readOPM(opmPath, probePath string) (*images.OPM, error) {
-	opm, err := os.ReadFile(opmPath)
-	if err != nil {
-		return nil, fmt.Errorf("read opm: %w", err)
+	// Both are asked for before either is read, so a first run learns of both at once.
+	var missing []error
+	if opmPath == "" {
+		missing = append(missing, errors.New("--opm: no opm for the catalog images to serve with (hack/tools.sh opm builds it; $CSI_OLM_OPM is the default)"))
 	}
 	if probePath == "" {
-		return nil, fmt.Errorf("no grpc_health_probe for the catalog images (hack/tools.sh grpc_health_probe builds it)")
+		missing = append(missing, errors.New("--grpc-health-probe: no grpc_health_probe for the catalog images (hack/tools.sh grpc_health_probe builds it; $CSI_OLM_GRPC_HEALTH_PROBE is the default)"))
+	}
+	if err := errors.Join(missing...); err != nil {
+		return nil, err
+	}
+	opm, err := os.ReadFile(opmPath)
+	if err != nil {
+		return nil, fmt.Errorf("--opm: reading opm: %w", err)
 	}
 	probe, err := os.ReadFile(probePath)
 	if err != nil {
-		return nil, fmt.Errorf("read grpc_health_probe: %w", err)
+		return nil, fmt.Errorf("--grpc-health-probe: reading grpc_health_probe: %w", err)
 	}
 	packed, err := images.NewOPM(opm, probe)
 	if err != nil {

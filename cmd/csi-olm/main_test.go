@@ -214,3 +214,11 @@ func TestExitCodes(t *testing.T) {
 		}
 	}
 }
+
+// release without the binaries its catalog images carry names both flags, before pushing anything.
+func TestReleaseNamesWhatItLacks(t *testing.T) {
+	_, err := execute(t, "release", "--registry", "127.0.0.1:1/csi-olm", "--opm", "", "--grpc-health-probe", "")
+	if exitcode.Of(err) != exitcode.Failure || err == nil || !strings.Contains(err.Error(), "--opm: no opm") || !strings.Contains(err.Error(), "--grpc-health-probe: no grpc_health_probe") {
+		t.Errorf("release without opm and grpc_health_probe: %v, want both named, exit 2", err)
+	}
+}
