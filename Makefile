@@ -38,7 +38,7 @@ GENERATED_STAMP := $(BIN)/.generated
 ##@ Main
 
 .PHONY: catalog
-catalog: bundle graphviz ## Generate and validate the bundles and catalogs, and draw the upgrade graphs: the main job
+catalog: bundle ## Generate and validate the bundles and catalogs, and draw the upgrade graphs: the main job
 	$(CSI_OLM) catalog generate --bundles bundle --output-dir catalog
 	$(CSI_OLM) catalog validate catalog/community --bundles bundle
 	$(CSI_OLM) catalog validate catalog/certified --community catalog/community --bundles bundle
@@ -269,13 +269,6 @@ $(TESTLEDGER):
 cli:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(CSI_OLM) ./cmd/csi-olm
 
-.PHONY: graphviz
-graphviz: ## Install Graphviz from Debian's packages when dot is missing (for the graph pictures)
-	@command -v dot >/dev/null || { \
-		echo "installing graphviz (apt-get)"; \
-		sudo=; [[ $$(id -u) -eq 0 ]] || sudo=sudo; \
-		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq graphviz >/dev/null; }
-
 # What a real kubelet node needs from Debian: the container runtime, CNI plugins, the forwarder
 # between the host's loopback and the node's network namespace, and iptables for kube-proxy.
 NODE_PACKAGES := containerd runc containernetworking-plugins socat iptables util-linux iproute2 busybox-static
@@ -292,7 +285,9 @@ node-deps: ## Install what the test bed's real node needs from Debian's packages
 		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
 
-# Every Debian package a target installs when missing; hack/fresh-machine.sh purges them first.
+# Every Debian package a target installs when missing, and Graphviz, which none installs any more
+# (csi-olm draws its pictures itself); hack/fresh-machine.sh purges them first, so a fresh run
+# proves that none is needed unasked.
 .PHONY: print-debian-packages
 print-debian-packages:
 	@echo $(NODE_PACKAGES) graphviz buildah

@@ -34,7 +34,6 @@ type Diff struct {
 	Output   string
 	// Package is the package a picture shows; empty takes the only one that changed.
 	Package string
-	Dot     string
 	Out     io.Writer
 	// OLM is the OLM that judges who is worse off: "v0" (the default; Subscriptions) or "v1"
 	// (ClusterExtensions, operator-controller's rule).
@@ -209,7 +208,7 @@ func (d *Diff) picture(ctx context.Context, report *Report, o, n *index.Catalog)
 	if err != nil {
 		return err
 	}
-	out, err := graph.Render(ctx, *g, d.Output, d.Dot)
+	out, err := graph.Render(ctx, *g, d.Output)
 	if err != nil {
 		return err
 	}

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/goccy/go-graphviz"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
@@ -18,7 +19,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
-// Formats the verb writes; svg and png go through Graphviz's dot.
+// Formats the verb writes; svg and png are drawn in-process (Render).
 var Formats = []string{"dot", "mermaid", "svg", "png"}
 
 var extensions = map[string]string{"dot": ".dot", "mermaid": ".mmd", "svg": ".svg", "png": ".png"}
@@ -32,9 +33,7 @@ type Graph struct {
 	Formats []string
 	// OutputDir receives <catalog>-<package>.<ext> files; empty prints the first format to Out.
 	OutputDir string
-	// Dot is the Graphviz binary for svg and png.
-	Dot string
-	Out io.Writer
+	Out       io.Writer
 }
 
 // Run draws the graphs.
@@ -80,7 +79,7 @@ func (g *Graph) Run(ctx context.Context) error {
 			return option.Errorf("OutputDir", "the %s format writes files: name the directory", f)
 		}
 		for _, p := range graphs {
-			out, _ := Render(ctx, p, f, g.Dot)
+			out, _ := Render(ctx, p, f)
 			if _, err := g.Out.Write(out); err != nil {
 				return err
 			}
@@ -92,7 +91,7 @@ func (g *Graph) Run(ctx context.Context) error {
 	}
 	for _, p := range graphs {
 		for _, f := range g.Formats {
-			out, err := Render(ctx, p, f, g.Dot)
+			out, err := Render(ctx, p, f)
 			if err != nil {
 				return err
 			}
@@ -106,29 +105,38 @@ func (g *Graph) Run(ctx context.Context) error {
 	return nil
 }
 
-// Render draws one package graph in a format of Formats; svg and png go through the Graphviz
-// binary dot.
-func Render(ctx context.Context, p Package, format, dot string) ([]byte, error) {
+// Render writes the package's graph in format. svg and png are drawn by Graphviz compiled to
+// WebAssembly and run in-process (goccy/go-graphviz, at the version go.mod pins): a picture is
+// the same on every machine, and nothing needs installing.
+func Render(ctx context.Context, p Package, format string) ([]byte, error) {
+	var gvFormat graphviz.Format
 	switch format {
 	case "dot":
 		return DOT(p), nil
 	case "mermaid":
 		return Mermaid(p), nil
-	case "svg", "png":
+	case "svg":
+		gvFormat = graphviz.SVG
+	case "png":
+		gvFormat = graphviz.PNG
 	default:
 		return nil, fmt.Errorf("unknown format %q: use %s", format, strings.Join(Formats, ", "))
 	}
-	if _, err := exec.LookPath(dot); err != nil {
-		return nil, fmt.Errorf("%s output needs Graphviz's dot (%v): run `make graphviz` (apt-get install graphviz)", format, err)
+	gv, err := graphviz.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("starting Graphviz: %w", err)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, dot, "-T"+format)
-	cmd.Stdin = bytes.NewReader(DOT(p))
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("dot -T%s: %w\n%s", format, err, stderr.String())
+	defer gv.Close()
+	g, err := graphviz.ParseBytes(DOT(p))
+	if err != nil {
+		return nil, fmt.Errorf("Graphviz cannot read the graph of %s: %w", p.Name, err)
 	}
-	return stdout.Bytes(), nil
+	defer g.Close()
+	var out bytes.Buffer
+	if err := gv.Render(ctx, g, gvFormat, &out); err != nil {
+		return nil, fmt.Errorf("drawing %s as %s: %w", p.Name, format, err)
+	}
+	return out.Bytes(), nil
 }
 
 // loadValid loads a catalog, a directory or an image, and refuses one with load errors: a graph

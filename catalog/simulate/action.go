@@ -53,9 +53,7 @@ type Simulate struct {
 	FromCluster bool
 	Cluster     kube.ClusterOptions
 	Output      string
-	// Dot is the Graphviz binary, for svg and png.
-	Dot string
-	Out io.Writer
+	Out         io.Writer
 
 	// OLM is the OLM whose choices are predicted: "v0" (the default; Subscriptions, resolved by
 	// OLM's catalog operator) or "v1" (ClusterExtensions, resolved by operator-controller).
@@ -295,7 +293,7 @@ func (a *Simulate) print(ctx context.Context, sim *olmv0.Simulator, paths []*olm
 	if err != nil {
 		return err
 	}
-	out, err := graph.Render(ctx, *g, a.Output, a.Dot)
+	out, err := graph.Render(ctx, *g, a.Output)
 	if err != nil {
 		return err
 	}

@@ -253,7 +253,7 @@ func (a *Simulate) printV1(ctx context.Context, r *olmv1.Resolver, fromIdx *inde
 	if err != nil {
 		return err
 	}
-	out, err := graph.Render(ctx, *g, a.Output, a.Dot)
+	out, err := graph.Render(ctx, *g, a.Output)
 	if err != nil {
 		return err
 	}

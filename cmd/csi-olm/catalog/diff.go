@@ -62,7 +62,6 @@ removed breaks nothing there: operator-controller does not read it. --existing-o
 	fills(f, "package", "Package")
 	fills(f, "output", "Output")
 	environmentFlags(f, &d.Environment)
-	f.StringVar(&d.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	f.StringVar(&d.OLM, "olm", "v0", "the OLM whose users are judged: v0 (Subscriptions, OLM's catalog operator) or v1 (ClusterExtensions, operator-controller)")
 	fills(f, "olm", "OLM")
 	cmd.Long += "\n\n" + exitcode.Help("with --breaking, a change strands users of the old catalog")

@@ -17,7 +17,8 @@ func newGraph() *cobra.Command {
 bold, replaces edges are solid, skips dashed and skipRange dotted. With --community, community
 versions that edges come from are drawn too (dashed nodes), which shows the source switch.
 
-Formats: dot and mermaid, and svg or png through Graphviz (` + "`dot`" + `; ` + "`make graphviz`" + ` installs it).
+Formats: dot and mermaid, and svg or png, drawn in-process by the Graphviz that csi-olm carries
+(compiled to WebAssembly): the same picture on every machine, with nothing to install.
 Without --output-dir the first format is printed (svg and png need --output-dir).
 
 The catalog is a directory, a tree of per-minor catalogs, or a catalog image
@@ -35,6 +36,5 @@ The catalog is a directory, a tree of per-minor catalogs, or a catalog image
 	cmd.Flags().StringVar(&g.OutputDir, "output-dir", "", "write <catalog>-<package>.<ext> files here")
 	fills(cmd.Flags(), "community", "Community")
 	fills(cmd.Flags(), "output-dir", "OutputDir")
-	cmd.Flags().StringVar(&g.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	return cmd
 }

@@ -48,7 +48,7 @@ Every start is printed; the verb then exits 1 when OLM cannot resolve one of the
 operators.operatorframework.io.index.configs.v1 label names.
 
 Output (-o): text, yaml, json, or the upgrade graph with the path marked: dot, mermaid, svg, png
-(svg and png through Graphviz's dot).
+(svg and png drawn in-process by the Graphviz that csi-olm carries).
 
 --olm v1 predicts OLM v1 instead (operator-controller v1.11.0, a ClusterExtension installing the
 package from ClusterCatalogs), whose rule is its own: each reconcile picks, from every
@@ -95,7 +95,6 @@ installs. With --olm v1:
 	f.BoolVar(&a.FromCluster, "from-cluster", false, "start from the cluster's Subscriptions and installed CSVs")
 	flags.BindConnection(cmd, &a.Cluster, true)
 	f.StringVarP(&a.Output, "output", "o", "text", "output: "+strings.Join(simulate.Formats, ", "))
-	f.StringVar(&a.Dot, "dot", "dot", "Graphviz dot binary, for svg and png")
 	f.StringVar(&a.OLM, "olm", "v0", "the OLM to predict: v0 (Subscriptions, OLM's catalog operator) or v1 (ClusterExtensions, operator-controller)")
 	f.StringVar(&a.Version, "version", "", "with --olm v1, the ClusterExtension's version range (Masterminds/semver syntax)")
 	f.StringVar(&a.Policy, "upgrade-constraint-policy", "", "with --olm v1, the ClusterExtension's upgrade constraint policy: CatalogProvided (default) or SelfCertified")
