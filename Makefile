@@ -266,7 +266,7 @@ $(TESTLEDGER):
 	$(GO) build -o $@ ./hack/testledger
 
 .PHONY: cli
-cli:
+cli: ## Build bin/csi-olm, stamped with the version and commit (git describe)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(CSI_OLM) ./cmd/csi-olm
 
 # What a real kubelet node needs from Debian: the container runtime, CNI plugins, the forwarder

@@ -4,6 +4,7 @@ package version
 import (
 	"runtime"
 	"runtime/debug"
+	"slices"
 )
 
 // Set at link time by the Makefile (-X). A plain `go build` reports "dev".
@@ -30,19 +31,42 @@ var keyDependencies = []string{
 	"k8s.io/client-go",
 }
 
-// Get returns the build's version information.
+// Get returns the build's version information: the version and commit the Makefile links in,
+// or else those Go stamped into the binary (the module version `go install ...@v1.2.3` builds,
+// or the pseudo-version and VCS revision of a clone's `go build`).
 func Get() Info {
-	info := Info{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, dep := range bi.Deps {
-			for _, key := range keyDependencies {
-				if dep.Path == key {
-					if info.Dependencies == nil {
-						info.Dependencies = map[string]string{}
-					}
-					info.Dependencies[key] = dep.Version
-				}
+	bi, _ := debug.ReadBuildInfo()
+	return fromBuild(bi, version, commit)
+}
+
+func fromBuild(bi *debug.BuildInfo, linkedVersion, linkedCommit string) Info {
+	info := Info{Version: linkedVersion, Commit: linkedCommit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if bi == nil {
+		return info
+	}
+	if info.Version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		info.Version = bi.Main.Version
+	}
+	modified := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			if info.Commit == "" {
+				info.Commit = s.Value
 			}
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if modified && linkedCommit == "" && info.Commit != "" {
+		info.Commit += "-dirty"
+	}
+	for _, dep := range bi.Deps {
+		if slices.Contains(keyDependencies, dep.Path) {
+			if info.Dependencies == nil {
+				info.Dependencies = map[string]string{}
+			}
+			info.Dependencies[dep.Path] = dep.Version
 		}
 	}
 	return info
