@@ -14,6 +14,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/registryv1"
 	"github.com/csi-olm/csi-olm/internal/exitcode"
+	"github.com/csi-olm/csi-olm/internal/output"
 )
 
 // Validate checks every bundle found under Paths.
@@ -26,19 +27,67 @@ type Validate struct {
 	// OLMv1 adds the checks of what OLM v1 can install (see OLMv1).
 	OLMv1   bool
 	Explain Explainer
-	Out     io.Writer
+	// Output is text, json or yaml (a Report).
+	Output string
+	Out    io.Writer
+}
+
+// Report is a validation as data, in operator-sdk's `bundle validate -o json-alpha1` shape
+// (passed, and outputs of type and message), with each bundle's problems beside it.
+type Report struct {
+	Passed  bool           `json:"passed"`
+	Outputs []Output       `json:"outputs"`
+	Bundles []BundleReport `json:"bundles"`
+}
+
+// Output is a problem as operator-sdk reports it: error or warning, and the message with the file
+// and validator.
+type Output struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// BundleReport is one bundle directory's validation, or one path without a bundle.
+type BundleReport struct {
+	Bundle   string    `json:"bundle"`
+	Passed   bool      `json:"passed"`
+	Problems []Problem `json:"problems"`
 }
 
 // Run validates the bundles and prints the report: every problem of every bundle found under
 // every path, in the order of the paths. A path without a bundle is reported and fails the run,
 // but does not stop it.
 func (v *Validate) Run(ctx context.Context) error {
+	if err := output.Check(v.Output); err != nil {
+		return err
+	}
+	text := v.Output == "" || v.Output == "text"
+	report := &Report{Outputs: []Output{}, Bundles: []BundleReport{}}
+	add := func(b BundleReport) {
+		report.Bundles = append(report.Bundles, b)
+		for _, p := range b.Problems {
+			if p.Explained == "" {
+				report.Outputs = append(report.Outputs, Output{Type: string(p.Level), Message: fmt.Sprintf("%s: [%s] %s", p.File, p.Validator, p.Message)})
+			}
+		}
+		if !text {
+			return
+		}
+		status := "ok"
+		if !b.Passed {
+			status = "FAIL"
+		}
+		fmt.Fprintf(v.Out, "%s %s\n", status, b.Bundle)
+		for _, p := range b.Problems {
+			fmt.Fprintf(v.Out, "  %s\n", p)
+		}
+	}
 	var bundles, errs, warnings, explained, empty int
 	for _, p := range v.Paths {
 		dirs, err := findBundles(p)
 		if err != nil {
 			empty++
-			fmt.Fprintf(v.Out, "FAIL %s\n  %s\n", p, Problem{File: p, Level: Error, Validator: "Load", Message: err.Error()})
+			add(BundleReport{Bundle: p, Problems: []Problem{{File: p, Level: Error, Validator: "Load", Message: err.Error()}}})
 			continue
 		}
 		for _, dir := range dirs {
@@ -50,14 +99,10 @@ func (v *Validate) Run(ctx context.Context) error {
 			sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
 			e, w, x := Counts(problems)
 			errs, warnings, explained = errs+e, warnings+w, explained+x
-			status := "ok"
-			if e > 0 {
-				status = "FAIL"
+			if problems == nil {
+				problems = []Problem{}
 			}
-			fmt.Fprintf(v.Out, "%s %s\n", status, dir)
-			for _, p := range problems {
-				fmt.Fprintf(v.Out, "  %s\n", p)
-			}
+			add(BundleReport{Bundle: dir, Passed: e == 0, Problems: problems})
 		}
 	}
 	summary := fmt.Sprintf("%d errors, %d warnings, %d explained warnings", errs, warnings, explained)
@@ -66,16 +111,22 @@ func (v *Validate) Run(ctx context.Context) error {
 		summary += fmt.Sprintf(", %d paths without a bundle", empty)
 		failure += fmt.Sprintf(", %d paths without a bundle", empty)
 	}
-	fmt.Fprintf(v.Out, "%d bundles: %s\n", bundles, summary)
 	err := fmt.Errorf("bundle validation failed: %s", failure)
 	switch {
 	case empty > 0:
 		// A path without a bundle is input the verb could not read, not a finding about it.
-		return err
 	case errs > 0 || (v.Strict && warnings > 0):
-		return exitcode.Found(err)
+		err = exitcode.Found(err)
+	default:
+		err = nil
 	}
-	return nil
+	report.Passed = err == nil
+	if text {
+		fmt.Fprintf(v.Out, "%d bundles: %s\n", bundles, summary)
+	} else if werr := output.Write(v.Out, v.Output, report); werr != nil {
+		return werr
+	}
+	return err
 }
 
 // bundleMarks are the entries that make a directory a bundle, complete or not: a directory with

@@ -49,12 +49,12 @@ const (
 // Problem is one finding about a bundle.
 type Problem struct {
 	// File is the file the problem comes from (the bundle directory when no single file is to blame).
-	File      string
-	Level     Level
-	Validator string
-	Message   string
+	File      string `json:"file"`
+	Level     Level  `json:"level"`
+	Validator string `json:"validator"`
+	Message   string `json:"message"`
 	// Explained holds the reason a warning is expected; such a warning does not count.
-	Explained string
+	Explained string `json:"explained,omitempty"`
 }
 
 func (p Problem) String() string {

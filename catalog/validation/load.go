@@ -27,13 +27,13 @@ const (
 
 // Problem is one finding about a catalog.
 type Problem struct {
-	File    string
-	Level   Level
-	Check   string
-	Package string
-	Channel string
-	Bundle  string
-	Message string
+	File    string `json:"file,omitempty"`
+	Level   Level  `json:"level"`
+	Check   string `json:"check"`
+	Package string `json:"package,omitempty"`
+	Channel string `json:"channel,omitempty"`
+	Bundle  string `json:"bundle,omitempty"`
+	Message string `json:"message"`
 }
 
 func (p Problem) String() string {

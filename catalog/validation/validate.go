@@ -17,6 +17,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/option"
+	"github.com/csi-olm/csi-olm/internal/output"
 )
 
 // Validate checks a file-based catalog directory, or each catalog of a tree of per-minor
@@ -27,11 +28,40 @@ type Validate struct {
 	Community string
 	// Bundles is the bundle tree that embedded bundle objects must agree with; empty to skip.
 	Bundles string
-	Out     io.Writer
+	// Output is text (each problem, then a summary per catalog), json or yaml (a Report).
+	Output string
+	Out    io.Writer
+}
+
+// Report is a validation as data: `opm validate -o json`'s shape (passed, and error.message
+// when not), and each catalog's counts and problems.
+type Report struct {
+	Passed   bool            `json:"passed"`
+	Error    *ReportError    `json:"error,omitempty"`
+	Catalogs []CatalogReport `json:"catalogs"`
+}
+
+// ReportError is why the validation did not pass.
+type ReportError struct {
+	Message string `json:"message"`
+}
+
+// CatalogReport is one catalog's validation.
+type CatalogReport struct {
+	Catalog  string    `json:"catalog"`
+	Packages int       `json:"packages"`
+	Channels int       `json:"channels"`
+	Bundles  int       `json:"bundles"`
+	Errors   int       `json:"errors"`
+	Warnings int       `json:"warnings"`
+	Problems []Problem `json:"problems"`
 }
 
 // Run validates the catalog, or each of the tree's, and prints the report.
 func (v *Validate) Run(ctx context.Context) error {
+	if err := output.Check(v.Output); err != nil {
+		return err
+	}
 	// The whole catalog is live until the checks end and little garbage outlives a package's
 	// checks, so the heap need not grow as far past the live data as Go's default lets it. On
 	// a catalog of OperatorHub's size 75 lowers the peak RSS by 3 % at no cost in time that a
@@ -49,48 +79,75 @@ func (v *Validate) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	report := &Report{Catalogs: []CatalogReport{}}
 	var errs []error
 	for _, c := range catalogs {
-		if err := v.one(ctx, c, opts); err != nil {
+		r, err := v.one(ctx, c, opts)
+		if r != nil {
+			report.Catalogs = append(report.Catalogs, *r)
+			if v.Output == "text" || v.Output == "" {
+				printText(v.Out, r)
+			}
+		}
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	err = errors.Join(errs...)
+	report.Passed = err == nil
+	if err != nil {
+		report.Error = &ReportError{Message: err.Error()}
+	}
+	if v.Output == "json" || v.Output == "yaml" {
+		if werr := output.Write(v.Out, v.Output, report); werr != nil {
+			return werr
+		}
+	}
+	return err
 }
 
-// one validates one catalog; a minor's, each bundle must run on a cluster at that minor.
-func (v *Validate) one(ctx context.Context, tc tree.Catalog, opts Options) error {
+func printText(out io.Writer, r *CatalogReport) {
+	for _, p := range r.Problems {
+		fmt.Fprintln(out, p)
+	}
+	fmt.Fprintf(out, "%s: %d packages, %d channels, %d bundles: %d errors, %d warnings\n",
+		r.Catalog, r.Packages, r.Channels, r.Bundles, r.Errors, r.Warnings)
+}
+
+// one validates one catalog; a minor's, each bundle must run on a cluster at that minor. Its
+// report is nil when the catalog could not be read.
+func (v *Validate) one(ctx context.Context, tc tree.Catalog, opts Options) (*CatalogReport, error) {
 	dir := tc.Dir
 	c, problems, err := readCatalog(ctx, dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if tc.Community != "" {
 		community, communityProblems, err := readCatalog(ctx, tc.Community)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		problems = append(problems, communityProblems...)
 		opts.Community = community
 	}
 	opts.Minor = tc.Minor
 	problems = append(problems, Check(c, opts)...)
-	errs, warnings := 0, 0
+	cfg := c.Config
+	r := &CatalogReport{Catalog: dir, Packages: len(cfg.Packages), Channels: len(cfg.Channels), Bundles: len(cfg.Bundles), Problems: problems}
+	if r.Problems == nil {
+		r.Problems = []Problem{}
+	}
 	for _, p := range problems {
-		fmt.Fprintln(v.Out, p)
 		if p.Level == Error {
-			errs++
+			r.Errors++
 		} else {
-			warnings++
+			r.Warnings++
 		}
 	}
-	cfg := c.Config
-	fmt.Fprintf(v.Out, "%s: %d packages, %d channels, %d bundles: %d errors, %d warnings\n",
-		dir, len(cfg.Packages), len(cfg.Channels), len(cfg.Bundles), errs, warnings)
-	if errs > 0 {
-		return exitcode.Found(fmt.Errorf("catalog %s is invalid: %d errors", dir, errs))
+	if r.Errors > 0 {
+		return r, exitcode.Found(fmt.Errorf("catalog %s is invalid: %d errors", dir, r.Errors))
 	}
-	return nil
+	return r, nil
 }
 
 // readCatalog loads a catalog directory, or a catalog image (load.Open) when no such directory

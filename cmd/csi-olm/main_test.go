@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
@@ -220,5 +222,82 @@ func TestReleaseNamesWhatItLacks(t *testing.T) {
 	_, err := execute(t, "release", "--registry", "127.0.0.1:1/csi-olm", "--opm", "", "--grpc-health-probe", "")
 	if exitcode.Of(err) != exitcode.Failure || err == nil || !strings.Contains(err.Error(), "--opm: no opm") || !strings.Contains(err.Error(), "--grpc-health-probe: no grpc_health_probe") {
 		t.Errorf("release without opm and grpc_health_probe: %v, want both named, exit 2", err)
+	}
+}
+
+// Both validate verbs report as data with -o json and -o yaml: opm validate's shape for a
+// catalog (passed, error.message), operator-sdk's for bundles (passed, outputs), each with every
+// problem, and the same exit status as the text.
+func TestValidateVerbsReportAsData(t *testing.T) {
+	const bundle, catalog = "../../bundle/aws-efs-operator/4.11.0", "../../catalog/certified/v4.11"
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "catalog.json"), []byte(`{"schema": "olm.package", "name": "p", "defaultChannel": "absent"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type problem struct {
+		Level, Message string
+	}
+	var catalogReport struct {
+		Passed bool
+		Error  *struct{ Message string }
+		// Catalogs' problems.
+		Catalogs []struct {
+			Catalog  string
+			Errors   int
+			Problems []problem
+		}
+	}
+	var bundleReport struct {
+		Passed  bool
+		Outputs []struct{ Type, Message string }
+		Bundles []struct {
+			Bundle   string
+			Problems []problem
+		}
+	}
+	for _, tc := range []struct {
+		args   []string
+		report any
+		exit   int
+		check  func() string
+	}{
+		{[]string{"catalog", "validate", catalog, "-o", "json"}, &catalogReport, exitcode.OK, func() string {
+			if !catalogReport.Passed || catalogReport.Error != nil || len(catalogReport.Catalogs) != 1 || catalogReport.Catalogs[0].Catalog != catalog {
+				return "want passed, no error, the one catalog"
+			}
+			return ""
+		}},
+		{[]string{"catalog", "validate", broken, "-o", "yaml"}, &catalogReport, exitcode.Findings, func() string {
+			if catalogReport.Passed || catalogReport.Error == nil || !strings.Contains(catalogReport.Error.Message, "is invalid") ||
+				catalogReport.Catalogs[0].Errors == 0 || len(catalogReport.Catalogs[0].Problems) != catalogReport.Catalogs[0].Errors {
+				return "want not passed, the error, and each problem"
+			}
+			return ""
+		}},
+		{[]string{"bundle", "validate", bundle, "-o", "json"}, &bundleReport, exitcode.OK, func() string {
+			if !bundleReport.Passed || len(bundleReport.Bundles) != 1 || bundleReport.Bundles[0].Bundle != bundle {
+				return "want passed and the one bundle"
+			}
+			return ""
+		}},
+		{[]string{"bundle", "validate", "--release", bundle, "-o", "yaml"}, &bundleReport, exitcode.Findings, func() string {
+			if bundleReport.Passed || len(bundleReport.Outputs) == 0 || bundleReport.Outputs[0].Type != "error" || !strings.Contains(bundleReport.Outputs[0].Message, "is not pinned by digest") {
+				return "want not passed, and the unpinned images as error outputs"
+			}
+			return ""
+		}},
+	} {
+		out, err := execute(t, tc.args...)
+		if got := exitcode.Of(err); got != tc.exit {
+			t.Errorf("%v: exit %d (%v), want %d", tc.args, got, err, tc.exit)
+		}
+		// execute writes stderr into the same buffer: the report is what comes before cobra's error line.
+		data, _, _ := strings.Cut(out, "Error: ")
+		if err := yaml.Unmarshal([]byte(data), tc.report); err != nil {
+			t.Fatalf("%v: the output is not a report: %v\n%s", tc.args, err, out)
+		}
+		if why := tc.check(); why != "" {
+			t.Errorf("%v: %s, got:\n%s", tc.args, why, out)
+		}
 	}
 }

@@ -47,6 +47,7 @@ Exits 1 when a bundle has errors, or with --strict, unexplained warnings.`,
 	}
 	cmd.Flags().BoolVar(&v.Strict, "strict", false, "fail on warnings that no waiver explains")
 	cmd.Flags().BoolVar(&v.Release, "release", false, "check released bundles: every image pinned by digest")
+	cmd.Flags().StringVarP(&v.Output, "output", "o", "text", "output: text, or json or yaml (operator-sdk's passed and outputs, and every bundle's problems)")
 	cmd.Flags().StringVar(&olm, "olm", "v0", "the OLM that installs the bundles: v0, or v1 to also check that OLM v1 (operator-controller v1.11.0) can install every bundle")
 	cmd.Long += "\n\n" + exitcode.Help("a bundle has errors, or with --strict unexplained warnings")
 	return cmd

@@ -35,6 +35,8 @@ Prints every problem with its package, channel or bundle and file; exits 1 on er
 	}
 	cmd.Flags().StringVar(&v.Community, "community", "", "community catalog directory this catalog's packages upgrade from")
 	cmd.Flags().StringVar(&v.Bundles, "bundles", "", "bundle directory tree the embedded bundle objects must agree with")
+	cmd.Flags().StringVarP(&v.Output, "output", "o", "text", "output: text, or json or yaml (opm validate's passed and error.message, and every problem)")
+	fills(cmd.Flags(), "output", "Output")
 	fills(cmd.Flags(), "community", "Community")
 	fills(cmd.Flags(), "bundles", "Bundles")
 	cmd.Long += "\n\n" + exitcode.Help("a catalog has errors")
