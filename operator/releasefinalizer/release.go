@@ -76,7 +76,7 @@ func (r *Release) Run(ctx context.Context) error {
 	}
 	fmt.Fprintln(r.Out, "the driver's objects are left in place and keep serving every EFS volume")
 	if r.DryRun {
-		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --dry-run=false to release them")
+		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --confirm to release them")
 		return nil
 	}
 	return r.release(ctx, opClient, cr, kept)

@@ -16,6 +16,8 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/output"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 )
 
@@ -26,63 +28,104 @@ const listPageSize = 500
 // reads only: it has nothing to dry-run.
 type Check struct {
 	kube.ClusterOptions
-	Out io.Writer
+	// Output is text, json or yaml (a Report).
+	Output string
+	Out    io.Writer
+}
+
+// Report is a check as data.
+type Report struct {
+	// Served says whether the cluster serves a SharedVolume API at all.
+	Served  bool `json:"served"`
+	Checked int  `json:"checked"`
+	// Invalid are the SharedVolumes the certified CRD refuses, with every problem.
+	Invalid []InvalidSharedVolume `json:"invalid"`
+}
+
+// InvalidSharedVolume is a SharedVolume the certified CRD refuses.
+type InvalidSharedVolume struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Problems  []string `json:"problems"`
 }
 
 // Run lists the SharedVolumes, prints each invalid one with its problems and a summary, and fails
 // when any is invalid.
 func (c *Check) Run(ctx context.Context) error {
+	if err := output.Check(c.Output); err != nil {
+		return err
+	}
+	report, err := c.check(ctx)
+	if err != nil {
+		return err
+	}
+	var found error
+	if n := len(report.Invalid); n > 0 {
+		found = exitcode.Found(fmt.Errorf("%d of %d SharedVolumes are invalid under the certified CRD", n, report.Checked))
+	}
+	if c.Output == "json" || c.Output == "yaml" {
+		if err := output.Write(c.Out, c.Output, report); err != nil {
+			return err
+		}
+		return found
+	}
+	switch {
+	case !report.Served:
+		fmt.Fprintf(c.Out, "the cluster serves no SharedVolume API (%s): no SharedVolume to check\n", efs.SharedVolumeCRD)
+	case found == nil:
+		fmt.Fprintf(c.Out, "every SharedVolume (%d) is valid under the certified CRD\n", report.Checked)
+	default:
+		for _, sv := range report.Invalid {
+			fmt.Fprintf(c.Out, "SharedVolume %s/%s is invalid under the certified CRD:\n", sv.Namespace, sv.Name)
+			for _, p := range sv.Problems {
+				fmt.Fprintf(c.Out, "  %s\n", p)
+			}
+		}
+		fmt.Fprintf(c.Out, "%d of %d SharedVolumes are invalid under the certified CRD: fix or delete them before upgrading with spec.install.preflight.crdUpgradeSafety.enforcement: None\n", len(report.Invalid), report.Checked)
+	}
+	return found
+}
+
+// check reads every SharedVolume and validates it.
+func (c *Check) check(ctx context.Context) (*Report, error) {
+	report := &Report{Invalid: []InvalidSharedVolume{}}
 	v, err := NewValidator(crd.SharedVolumes)
 	if err != nil {
-		return fmt.Errorf("loading the certified SharedVolume CRD: %w", err)
+		return nil, fmt.Errorf("loading the certified SharedVolume CRD: %w", err)
 	}
 	config, err := c.RESTConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	disco, err := discovery.NewDiscoveryClientForConfig(config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dyn, err := dynamic.NewForConfig(config)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	group, plural := v.CRD.Spec.Group, v.CRD.Spec.Names.Plural
 	listVersion, err := versionToList(disco, group, plural, v.Versions())
-	if err != nil {
-		return err
+	if err != nil || listVersion == "" {
+		return report, err
 	}
-	if listVersion == "" {
-		fmt.Fprintf(c.Out, "the cluster serves no SharedVolume API (%s.%s): no SharedVolume to check\n", plural, group)
-		return nil
-	}
+	report.Served = true
 	items, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Group: group, Version: listVersion, Resource: plural}).Namespace(c.Namespace))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	slices.SortFunc(items, func(a, b unstructured.Unstructured) int {
 		return cmp.Or(cmp.Compare(a.GetNamespace(), b.GetNamespace()), cmp.Compare(a.GetName(), b.GetName()))
 	})
-	invalid := 0
+	report.Checked = len(items)
 	for i := range items {
 		sv := &items[i]
-		problems := v.Validate(sv)
-		if len(problems) == 0 {
-			continue
-		}
-		invalid++
-		fmt.Fprintf(c.Out, "SharedVolume %s/%s is invalid under the certified CRD:\n", sv.GetNamespace(), sv.GetName())
-		for _, p := range problems {
-			fmt.Fprintf(c.Out, "  %s\n", p)
+		if problems := v.Validate(sv); len(problems) > 0 {
+			report.Invalid = append(report.Invalid, InvalidSharedVolume{Namespace: sv.GetNamespace(), Name: sv.GetName(), Problems: problems})
 		}
 	}
-	if invalid == 0 {
-		fmt.Fprintf(c.Out, "every SharedVolume (%d) is valid under the certified CRD\n", len(items))
-		return nil
-	}
-	fmt.Fprintf(c.Out, "%d of %d SharedVolumes are invalid under the certified CRD: fix or delete them before upgrading with spec.install.preflight.crdUpgradeSafety.enforcement: None\n", invalid, len(items))
-	return exitcode.Found(fmt.Errorf("%d of %d SharedVolumes are invalid under the certified CRD", invalid, len(items)))
+	return report, nil
 }
 
 // versionToList returns the version to read the SharedVolumes at, "" when the cluster serves none.

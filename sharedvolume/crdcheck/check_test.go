@@ -3,7 +3,9 @@ package crdcheck_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/communityefscrd"
-	"github.com/csi-olm/csi-olm/internal/exitcode"
 	communityefsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/communityefs/v1alpha1"
+	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -88,6 +90,14 @@ SharedVolume logs/no-spec is invalid under the certified CRD:
 		t.Fatalf("err = %v, output:\n%s", err, out)
 	}
 	t.Logf("csi-olm efs check-sharedvolumes (community CRD):\n%s", out)
+	// The same check as data, limited to one namespace.
+	var asJSON bytes.Buffer
+	err = (&crdcheck.Check{ClusterOptions: kube.ClusterOptions{Config: s.Config, Namespace: "logs"}, Output: "json", Out: &asJSON}).Run(ctx)
+	var report crdcheck.Report
+	if jerr := json.Unmarshal(asJSON.Bytes(), &report); jerr != nil || exitcode.Of(err) != exitcode.Findings ||
+		!report.Served || report.Checked != 2 || len(report.Invalid) != 1 || report.Invalid[0].Name != "no-spec" || !slices.Equal(report.Invalid[0].Problems, []string{"spec: Required value"}) {
+		t.Errorf("-o json -n logs: %v, %v, %+v, want logs' two checked and no-spec invalid\n%s", err, jerr, report, asJSON.String())
+	}
 	// The problems the check reported, by SharedVolume.
 	reported := map[string][]string{}
 	var key string

@@ -71,7 +71,7 @@ func (r *Release) Run(ctx context.Context) error {
 		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, efs.SharedVolumeFinalizer, efs.SharedVolumePV(sv.Namespace, sv.Name), efs.SharedVolumePVC(sv.Name))
 	}
 	if r.DryRun {
-		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --dry-run=false to release them")
+		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --confirm to release them")
 		return nil
 	}
 	for i := range targets {

@@ -41,6 +41,7 @@ ran are not checked.`,
 	}
 	// Not flags.BindCluster: that adds --confirm, and this verb changes nothing.
 	flags.BindConnection(cmd, &c.ClusterOptions, true)
+	cmd.Flags().StringVarP(&c.Output, "output", "o", "text", "output: text, json or yaml")
 	cmd.Long += "\n\n" + exitcode.Help("a SharedVolume is invalid under the certified CRD")
 	return cmd
 }

@@ -78,7 +78,7 @@ func Describe(steps []Step) []string {
 
 // DryRunNote ends a dry run. It goes with the progress, so that a plan printed as yaml or json
 // is all of the standard output.
-const DryRunNote = "dry run: nothing changed; run with --dry-run=false to migrate"
+const DryRunNote = "dry run: nothing changed; run with --confirm to migrate"
 
 // Carry records a new migration with its plan, then runs the steps its journal does not record
 // as done. The journal it returns is nil when there is none left: none was written, or the run
