@@ -17,16 +17,49 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/output"
 )
 
 // Release removes the operator's finalizers from the CR.
 type Release struct {
 	kube.ClusterOptions
-	Out io.Writer
+	// Output is text, json or yaml (a Plan).
+	Output string
+	Out    io.Writer
 }
 
-// Run checks the operator is gone and releases the finalizers.
+// Plan is what the verb releases, and did, as data.
+type Plan struct {
+	DryRun bool `json:"dryRun"`
+	// Exists says whether the ClusterCSIDriver exists.
+	Exists bool `json:"exists"`
+	// Finalizers are the EFS operator's finalizers the ClusterCSIDriver carries.
+	Finalizers []string `json:"finalizers"`
+	// Released counts the finalizers released; Deleted says the ClusterCSIDriver went with them.
+	Released int  `json:"released"`
+	Deleted  bool `json:"deleted"`
+}
+
+// Run checks the operator is gone and releases the finalizers, and reports the plan.
 func (r *Release) Run(ctx context.Context) error {
+	if err := output.Check(r.Output); err != nil {
+		return err
+	}
+	out, data := r.Out, r.Output == "json" || r.Output == "yaml"
+	if data {
+		out = io.Discard
+	}
+	plan := &Plan{DryRun: r.DryRun, Finalizers: []string{}}
+	err := r.run(ctx, out, plan)
+	if data && err == nil {
+		if werr := output.Write(r.Out, r.Output, plan); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+func (r *Release) run(ctx context.Context, out io.Writer, plan *Plan) error {
 	config, err := r.RESTConfig()
 	if err != nil {
 		return err
@@ -41,12 +74,13 @@ func (r *Release) Run(ctx context.Context) error {
 	}
 	cr, err := opClient.OperatorV1().ClusterCSIDrivers().Get(ctx, efs.CRName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		fmt.Fprintf(r.Out, "ClusterCSIDriver %s does not exist: nothing to release\n", efs.CRName)
+		fmt.Fprintf(out, "ClusterCSIDriver %s does not exist: nothing to release\n", efs.CRName)
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reading ClusterCSIDriver %s: %w", efs.CRName, err)
 	}
+	plan.Exists = true
 	var ours, kept []string
 	for _, f := range cr.Finalizers {
 		if strings.HasPrefix(f, efs.FinalizerPrefix) {
@@ -56,7 +90,7 @@ func (r *Release) Run(ctx context.Context) error {
 		}
 	}
 	if len(ours) == 0 {
-		fmt.Fprintf(r.Out, "ClusterCSIDriver %s carries no finalizer of the EFS operator: nothing to release\n", efs.CRName)
+		fmt.Fprintf(out, "ClusterCSIDriver %s carries no finalizer of the EFS operator: nothing to release\n", efs.CRName)
 		return nil
 	}
 	d, err := kube.FindDeployment(ctx, kubeClient, efs.OperatorDeployments...)
@@ -70,19 +104,20 @@ func (r *Release) Run(ctx context.Context) error {
 		return fmt.Errorf("an EFS operator is still installed (Deployment %s/%s): the supported operator removes its finalizers itself "+
 			"(deleting the ClusterCSIDriver removes the driver once no pod uses an EFS volume); uninstall it first", d.Namespace, d.Name)
 	}
-	fmt.Fprintf(r.Out, "no EFS operator is running; ClusterCSIDriver %s carries its finalizers:\n", efs.CRName)
+	plan.Finalizers = append(plan.Finalizers, ours...)
+	fmt.Fprintf(out, "no EFS operator is running; ClusterCSIDriver %s carries its finalizers:\n", efs.CRName)
 	for _, f := range ours {
-		fmt.Fprintf(r.Out, "  - %s\n", f)
+		fmt.Fprintf(out, "  - %s\n", f)
 	}
-	fmt.Fprintln(r.Out, "the driver's objects are left in place and keep serving every EFS volume")
+	fmt.Fprintln(out, "the driver's objects are left in place and keep serving every EFS volume")
 	if r.DryRun {
-		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --confirm to release them")
+		fmt.Fprintln(out, "dry run: nothing changed; run with --confirm to release them")
 		return nil
 	}
-	return r.release(ctx, opClient, cr, kept)
+	return r.release(ctx, out, plan, opClient, cr, kept)
 }
 
-func (r *Release) release(ctx context.Context, client operatorclient.Interface, cr *operatorv1.ClusterCSIDriver, kept []string) error {
+func (r *Release) release(ctx context.Context, out io.Writer, plan *Plan, client operatorclient.Interface, cr *operatorv1.ClusterCSIDriver, kept []string) error {
 	updated := cr.DeepCopy()
 	updated.Finalizers = slices.Clip(kept)
 	// The update carries the resourceVersion read above: if the CR changed meanwhile, nothing is
@@ -90,10 +125,11 @@ func (r *Release) release(ctx context.Context, client operatorclient.Interface, 
 	if _, err := client.OperatorV1().ClusterCSIDrivers().Update(ctx, updated, metav1.UpdateOptions{FieldManager: "csi-olm"}); err != nil {
 		return fmt.Errorf("releasing the finalizers of ClusterCSIDriver %s: %w", efs.CRName, err)
 	}
+	plan.Released = len(cr.Finalizers) - len(kept)
 	state := "stays"
 	if cr.DeletionTimestamp != nil && len(kept) == 0 {
-		state = "is deleted now"
+		state, plan.Deleted = "is deleted now", true
 	}
-	fmt.Fprintf(r.Out, "released %d finalizers; ClusterCSIDriver %s %s\n", len(cr.Finalizers)-len(kept), efs.CRName, state)
+	fmt.Fprintf(out, "released %d finalizers; ClusterCSIDriver %s %s\n", len(cr.Finalizers)-len(kept), efs.CRName, state)
 	return nil
 }

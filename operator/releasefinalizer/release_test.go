@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -67,6 +68,15 @@ func TestReleaseFinalizer(t *testing.T) {
 	}
 	if got := finalizers(); len(got) != 3 {
 		t.Fatalf("the dry run changed the finalizers: %v", got)
+	}
+	// The plan as data.
+	var raw bytes.Buffer
+	if err := (&releasefinalizer.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: true}, Output: "yaml", Out: &raw}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var plan releasefinalizer.Plan
+	if err := yaml.Unmarshal(raw.Bytes(), &plan); err != nil || !plan.DryRun || !plan.Exists || plan.Released != 0 || !slices.Equal(plan.Finalizers, ours) {
+		t.Errorf("-o yaml: %v, %+v, want the dry run of %v\n%s", err, plan, ours, raw.String())
 	}
 
 	// Deleting the CR waits on the finalizers; releasing ours leaves the foreign one.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/output"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 )
 
@@ -24,11 +25,48 @@ type Release struct {
 	kube.ClusterOptions
 	// All releases every SharedVolume, not only those being deleted.
 	All bool
-	Out io.Writer
+	// Output is text, json or yaml (a Plan).
+	Output string
+	Out    io.Writer
 }
 
-// Run checks no controller runs, then releases the finalizers.
+// Plan is what the verb releases, and did, as data.
+type Plan struct {
+	DryRun        bool     `json:"dryRun"`
+	SharedVolumes []Target `json:"sharedVolumes"`
+	// Released counts the SharedVolumes released.
+	Released int `json:"released"`
+}
+
+// Target is a SharedVolume whose finalizer the verb releases; its PV and PVC stay.
+type Target struct {
+	Namespace             string `json:"namespace"`
+	Name                  string `json:"name"`
+	Finalizer             string `json:"finalizer"`
+	PersistentVolume      string `json:"persistentVolume"`
+	PersistentVolumeClaim string `json:"persistentVolumeClaim"`
+}
+
+// Run checks no controller runs, then releases the finalizers, and reports the plan.
 func (r *Release) Run(ctx context.Context) error {
+	if err := output.Check(r.Output); err != nil {
+		return err
+	}
+	out, data := r.Out, r.Output == "json" || r.Output == "yaml"
+	if data {
+		out = io.Discard
+	}
+	plan := &Plan{DryRun: r.DryRun, SharedVolumes: []Target{}}
+	err := r.run(ctx, out, plan)
+	if data && (err == nil || plan.Released > 0) {
+		if werr := output.Write(r.Out, r.Output, plan); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+func (r *Release) run(ctx context.Context, out io.Writer, plan *Plan) error {
 	config, err := r.RESTConfig()
 	if err != nil {
 		return err
@@ -64,14 +102,17 @@ func (r *Release) Run(ctx context.Context) error {
 		}
 	}
 	if len(targets) == 0 {
-		fmt.Fprintln(r.Out, "no SharedVolume to release")
+		fmt.Fprintln(out, "no SharedVolume to release")
 		return nil
 	}
 	for _, sv := range targets {
-		fmt.Fprintf(r.Out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", sv.Namespace, sv.Name, efs.SharedVolumeFinalizer, efs.SharedVolumePV(sv.Namespace, sv.Name), efs.SharedVolumePVC(sv.Name))
+		t := Target{Namespace: sv.Namespace, Name: sv.Name, Finalizer: efs.SharedVolumeFinalizer,
+			PersistentVolume: efs.SharedVolumePV(sv.Namespace, sv.Name), PersistentVolumeClaim: efs.SharedVolumePVC(sv.Name)}
+		plan.SharedVolumes = append(plan.SharedVolumes, t)
+		fmt.Fprintf(out, "SharedVolume %s/%s: release %s (PV %s and PVC %s stay)\n", t.Namespace, t.Name, t.Finalizer, t.PersistentVolume, t.PersistentVolumeClaim)
 	}
 	if r.DryRun {
-		fmt.Fprintln(r.Out, "dry run: nothing changed; run with --confirm to release them")
+		fmt.Fprintln(out, "dry run: nothing changed; run with --confirm to release them")
 		return nil
 	}
 	for i := range targets {
@@ -81,7 +122,8 @@ func (r *Release) Run(ctx context.Context) error {
 		if err := c.Patch(ctx, sv, patch, client.FieldOwner("csi-olm")); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("releasing SharedVolume %s/%s (released %d of %d so far; run again to continue): %w", sv.Namespace, sv.Name, i, len(targets), err)
 		}
+		plan.Released++
 	}
-	fmt.Fprintf(r.Out, "released %d SharedVolumes\n", len(targets))
+	fmt.Fprintf(out, "released %d SharedVolumes\n", len(targets))
 	return nil
 }

@@ -3,6 +3,7 @@ package releasesharedvolumes_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,17 @@ func TestReleaseSharedVolumes(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(deleted), deleted); err != nil {
 		t.Fatalf("the dry run released it: %v", err)
+	}
+	// The dry run's plan as data.
+	var raw bytes.Buffer
+	if err := (&releasesharedvolumes.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config, DryRun: true}, Output: "json", Out: &raw}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var plan releasesharedvolumes.Plan
+	if err := json.Unmarshal(raw.Bytes(), &plan); err != nil || !plan.DryRun || plan.Released != 0 || len(plan.SharedVolumes) != 1 ||
+		plan.SharedVolumes[0] != (releasesharedvolumes.Target{Namespace: "app", Name: "gone", Finalizer: efs.SharedVolumeFinalizer,
+			PersistentVolume: efs.SharedVolumePV("app", "gone"), PersistentVolumeClaim: efs.SharedVolumePVC("gone")}) {
+		t.Errorf("-o json: %v, %+v\n%s", err, plan, raw.String())
 	}
 	if out := run(false); !strings.Contains(out, "released 1 SharedVolumes") {
 		t.Errorf("output:\n%s", out)

@@ -26,5 +26,6 @@ every volume. It only prints its plan unless --confirm.`,
 		},
 	}
 	flags.BindCluster(cmd, &r.ClusterOptions, false)
+	cmd.Flags().StringVarP(&r.Output, "output", "o", "text", "plan format: text, json or yaml")
 	return cmd
 }

@@ -27,6 +27,7 @@ aws-efs-operator in any namespace). Only prints its plan unless --confirm.`,
 		},
 	}
 	flags.BindCluster(cmd, &r.ClusterOptions, true)
+	cmd.Flags().StringVarP(&r.Output, "output", "o", "text", "plan format: text, json or yaml")
 	cmd.Flags().BoolVar(&r.All, "all", false, "release every SharedVolume, not only those being deleted")
 	return cmd
 }
