@@ -50,6 +50,8 @@ type Registry struct {
 	SkipTLSVerify bool
 	// CAFile is a PEM file of certificate authorities trusted beside the system's (--ca-file).
 	CAFile string
+	// Progress, when set, hears of each pull.
+	Progress io.Writer
 }
 
 type registryKey struct{}
@@ -119,6 +121,9 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, err
 		return nil, fmt.Errorf("catalog %s: no such directory, and not an image reference with a registry host (registry.example/catalog:tag)", arg)
 	}
 	opts = append(append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, pullOpts...), opts...)
+	if reg.Progress != nil {
+		fmt.Fprintf(reg.Progress, "pulling catalog image %s\n", arg)
+	}
 	img, err := remote.Image(ref, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: no such directory, and pulling it as an image failed: %w", arg, err)

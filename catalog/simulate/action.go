@@ -65,6 +65,18 @@ type Simulate struct {
 	Version string
 	// Policy is a ClusterExtension's upgrade constraint policy (v1 only; "" is CatalogProvided).
 	Policy string
+	// Progress, when set, hears how far a simulation of many starts has come.
+	Progress io.Writer
+}
+
+// progress tells Progress, at every tenth of many starts, how many are done.
+func (a *Simulate) progress(done, of int, catalog string) {
+	if a.Progress == nil || of < 20 {
+		return
+	}
+	if done == 0 || done == of || done*10/of != (done-1)*10/of {
+		fmt.Fprintf(a.Progress, "simulated %d of %d starts of %s\n", done, of, catalog)
+	}
 }
 
 // ErrOneStart is a verb given no start, or more than one kind.
@@ -173,7 +185,8 @@ func (a *Simulate) Run(ctx context.Context) error {
 	}
 	var paths []*olmv0.Path
 	unresolvable := 0
-	for _, st := range starts {
+	for i, st := range starts {
+		a.progress(i, len(starts), tc.Arg)
 		st.Existing = append(st.Existing, sim.Existing()...)
 		p, err := sim.Simulate(ctx, target, st)
 		if err != nil {
@@ -184,6 +197,7 @@ func (a *Simulate) Run(ctx context.Context) error {
 		}
 		paths = append(paths, p)
 	}
+	a.progress(len(starts), len(starts), tc.Arg)
 	if err := a.print(ctx, sim, paths); err != nil {
 		return err
 	}

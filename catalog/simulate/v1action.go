@@ -92,7 +92,8 @@ func (a *Simulate) runV1(ctx context.Context) error {
 	}
 	var paths []*olmv1.Path
 	unresolvable := 0
-	for _, st := range starts {
+	for i, st := range starts {
+		a.progress(i, len(starts), tc.Arg)
 		req := olmv1.Request{Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: olmv1.UpgradeConstraintPolicy(a.Policy), Installed: st.installed}
 		p, err := r.Walk(ctx, req, st.from)
 		var se *olmv1.SpecError
@@ -112,6 +113,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		}
 		paths = append(paths, p)
 	}
+	a.progress(len(starts), len(starts), tc.Arg)
 	if err := a.printV1(ctx, r, fromIdx, from, tc.Name, paths); err != nil {
 		return err
 	}

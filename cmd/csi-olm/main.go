@@ -16,6 +16,7 @@ import (
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/dev"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/efs"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/images"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/release"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/version"
@@ -44,6 +45,7 @@ check), and 2 when it could not do its job (a bad flag, an unreadable input, a r
 out of reach).`,
 		SilenceUsage: true,
 	}
+	flags.BindQuiet(root)
 	root.AddCommand(version.NewCommand(), bundle.NewCommand(), catalog.NewCommand(), efs.NewCommand(),
 		migrate.NewCommand(), images.NewCommand(), release.NewCommand(), dev.NewCommand())
 	return root

@@ -200,7 +200,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"catalog", "diff", "--breaking", v411, v410}, exitcode.Findings},
 		{[]string{"catalog", "diff", "--breaking", "--olm", "v1", v411, v410}, exitcode.Findings},
 		{[]string{"catalog", "diff", "--breaking", v411}, exitcode.Failure},
-		{[]string{"catalog", "simulate", "--all", field, "--catalog", deps + ",priority=10", "--existing-operator", "x"}, exitcode.Failure},
+		{[]string{"catalog", "simulate", "--all", field, "--with-catalog", deps + ",priority=10", "--existing-operator", "x"}, exitcode.Failure},
 		{[]string{"catalog", "simulate", "--all", v411}, exitcode.OK},
 		{[]string{"catalog", "simulate", "--all", field}, exitcode.Findings},
 		{[]string{"catalog", "cluster-upgrade", "../../catalog/certified"}, exitcode.OK},
@@ -298,6 +298,40 @@ func TestValidateVerbsReportAsData(t *testing.T) {
 		}
 		if why := tc.check(); why != "" {
 			t.Errorf("%v: %s, got:\n%s", tc.args, why, out)
+		}
+	}
+}
+
+// Long work tells stderr how far it has come, and --quiet silences that alone.
+func TestProgressOnStderrAndQuiet(t *testing.T) {
+	field, deps := t.TempDir(), t.TempDir()
+	if err := synthcatalog.WriteFieldCatalogs(field, deps); err != nil {
+		t.Fatal(err)
+	}
+	for _, quiet := range []bool{false, true} {
+		root := newRoot()
+		var stdout, stderr bytes.Buffer
+		root.SetOut(&stdout)
+		root.SetErr(&stderr)
+		args := []string{"catalog", "simulate", "--all", field, "--with-catalog", deps + ",priority=10", "-o", "json"}
+		if quiet {
+			args = append(args, "--quiet")
+		}
+		root.SetArgs(args)
+		err := root.Execute()
+		if exitcode.Of(err) != exitcode.Findings {
+			t.Fatalf("%v: %v", args, err)
+		}
+		progress := strings.Count(stderr.String(), "simulated ")
+		switch {
+		case quiet && progress != 0:
+			t.Errorf("--quiet printed progress:\n%s", stderr.String())
+		case !quiet && (progress < 10 || !strings.Contains(stderr.String(), "simulated 0 of ")):
+			t.Errorf("progress on stderr:\n%s", stderr.String())
+		}
+		var report map[string]any
+		if err := json.Unmarshal(stdout.Bytes(), &report); err != nil || len(report) == 0 {
+			t.Errorf("stdout is not the report alone: %v", err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -17,7 +18,8 @@ import (
 // pins them, concurrently, with every failure reported at once.
 func TestPinAllAgainstARealRegistry(t *testing.T) {
 	addr := testutil.StartRegistry(t)
-	c := &registry.Client{Mirrors: []registry.Mirror{{Source: "quay.io", Mirror: addr + "/quay.io"}}}
+	var progress bytes.Buffer
+	c := &registry.Client{Mirrors: []registry.Mirror{{Source: "quay.io", Mirror: addr + "/quay.io"}}, Progress: &progress}
 	ctx := context.Background()
 	amd64 := v1.Platform{OS: "linux", Architecture: "amd64"}
 	arm64 := v1.Platform{OS: "linux", Architecture: "arm64"}
@@ -51,6 +53,12 @@ func TestPinAllAgainstARealRegistry(t *testing.T) {
 	for ref, want := range pushed {
 		if got[ref] != want {
 			t.Errorf("PinAll(%s) = %s, pushed %s", ref, got[ref], want)
+		}
+	}
+	// Whoever watches hears of each push and pin.
+	for _, want := range []string{"pushing quay.io/a/one:v1 (from " + addr + "/quay.io/a/one:v1)", "pinning 3 images by digest", "(3 of 3)"} {
+		if !strings.Contains(progress.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, progress.String())
 		}
 	}
 

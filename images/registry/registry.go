@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -47,6 +48,16 @@ type Client struct {
 	Mirrors []Mirror
 	// Options are passed to every registry call (tests shorten the retry backoff with them).
 	Options []remote.Option
+	// Progress, when set, hears of each push and pin as it starts and ends: the lines a person
+	// watching a release reads on stderr.
+	Progress io.Writer
+}
+
+// progress writes a line of progress, when anyone listens.
+func (c *Client) progress(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, format+"\n", args...)
+	}
 }
 
 // Location is where ref is fetched from: the mirror of its repository, when one matches.
@@ -120,6 +131,8 @@ func (c *Client) PinAll(ctx context.Context, wants []Want) (map[string]string, e
 		errs   []error
 		slots  = make(chan struct{}, 8)
 	)
+	c.progress("pinning %d images by digest", len(platforms))
+	done := 0
 	for ref, ps := range platforms {
 		wg.Add(1)
 		go func() {
@@ -134,6 +147,8 @@ func (c *Client) PinAll(ctx context.Context, wants []Want) (map[string]string, e
 				return
 			}
 			pinned[ref] = p
+			done++
+			c.progress("pinned %s (%d of %d)", p, done, len(platforms))
 		}()
 	}
 	wg.Wait()
@@ -161,6 +176,7 @@ func (c *Client) Push(ctx context.Context, ref string, a Artifact) (string, erro
 	if err != nil {
 		return "", fmt.Errorf("image %s: %w", ref, err)
 	}
+	c.progress("pushing %s", describe(ref, loc))
 	switch a := a.(type) {
 	case v1.ImageIndex:
 		err = remote.WriteIndex(loc, a, c.options(ctx)...)

@@ -5,6 +5,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/catalog/load"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
 )
 
 // NewCommand returns the group with its verbs.
@@ -22,6 +23,7 @@ func NewCommand() *cobra.Command {
 		}
 		verb.RunE = func(cmd *cobra.Command, args []string) error {
 			if reg != nil {
+				reg.Progress = flags.Progress(cmd)
 				cmd.SetContext(load.WithRegistry(cmd.Context(), *reg))
 			}
 			return withHints(cmd, run(cmd, args))

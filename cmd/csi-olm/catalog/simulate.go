@@ -81,7 +81,7 @@ installs. With --olm v1:
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			a.Catalog = args[0]
-			a.Out = cmd.OutOrStdout()
+			a.Out, a.Progress = cmd.OutOrStdout(), flags.Progress(cmd)
 			return a.Run(cmd.Context())
 		},
 	}

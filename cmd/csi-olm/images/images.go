@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/version"
 	"github.com/csi-olm/csi-olm/release"
@@ -28,7 +29,7 @@ The prefix is --registry, where the images are pushed, or localhost/csi-olm in t
 --oci-layout (skopeo, podman and crane read it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.Out = cmd.OutOrStdout()
+			a.Out, a.Client.Progress = cmd.OutOrStdout(), flags.Progress(cmd)
 			return a.Run(cmd.Context())
 		},
 	}

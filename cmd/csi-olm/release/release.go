@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/csi-olm/csi-olm/bundle/drivers"
+	"github.com/csi-olm/csi-olm/cmd/csi-olm/internal/flags"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/version"
 	"github.com/csi-olm/csi-olm/release"
@@ -48,7 +49,7 @@ references keep the SOURCE names, as clusters pull them.`,
 				r.Client.Mirrors = append(r.Client.Mirrors, parsed)
 			}
 			r.Operators = drivers.All()
-			r.Out = cmd.OutOrStdout()
+			r.Out, r.Client.Progress = cmd.OutOrStdout(), flags.Progress(cmd)
 			return r.Run(cmd.Context())
 		},
 	}

@@ -3,6 +3,7 @@
 package flags
 
 import (
+	"io"
 	"strconv"
 	"time"
 
@@ -11,6 +12,20 @@ import (
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/migrate"
 )
+
+// BindQuiet registers --quiet on the root: it silences the progress lines long work writes to
+// stderr, and nothing else.
+func BindQuiet(root *cobra.Command) {
+	root.PersistentFlags().BoolP("quiet", "q", false, "print no progress on stderr (pushes, pulls, pins, whole-catalog simulations)")
+}
+
+// Progress is where a verb writes its progress: stderr, or nowhere with --quiet.
+func Progress(cmd *cobra.Command) io.Writer {
+	if quiet, _ := cmd.Flags().GetBool("quiet"); quiet {
+		return io.Discard
+	}
+	return cmd.ErrOrStderr()
+}
 
 // BindConnection registers kubectl's connection flags, from cli-runtime: --kubeconfig and
 // --context, and with namespaced, -n/--namespace.
@@ -56,6 +71,6 @@ func BindMigrate(cmd *cobra.Command, o *migrate.Options, timeout time.Duration) 
 	f.StringVarP(&o.Output, "output", "o", "text", "plan format: text, yaml or json")
 	f.DurationVar(&o.Timeout, "timeout", timeout, "how long to wait for OLM at each step")
 	cmd.PreRun = func(cmd *cobra.Command, _ []string) {
-		o.Out, o.Progress = cmd.OutOrStdout(), cmd.ErrOrStderr()
+		o.Out, o.Progress = cmd.OutOrStdout(), Progress(cmd)
 	}
 }
