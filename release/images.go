@@ -18,6 +18,7 @@ import (
 	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/output"
 )
 
 // Images builds the images of the tree as it is, unpinned: the operator image, one image per
@@ -39,7 +40,16 @@ type Images struct {
 	Registry  string
 	OCILayout string
 	Client    *registry.Client
-	Out       io.Writer
+	// Output is text (a line per image), json or yaml (an ImagesReport, once all is done).
+	Output string
+	Out    io.Writer
+}
+
+// ImagesReport is what the verb built, as data: the images pushed (by digest) or written to the
+// OCI layout (by name).
+type ImagesReport struct {
+	Images    []string `json:"images"`
+	OCILayout string   `json:"ociLayout,omitempty"`
 }
 
 // localPrefix names the images of an OCI layout when no registry is given.
@@ -53,6 +63,9 @@ type built struct {
 
 // Run builds every image, then writes or pushes them all.
 func (a *Images) Run(ctx context.Context) error {
+	if err := output.Check(a.Output); err != nil {
+		return err
+	}
 	if (a.Registry == "") == (a.OCILayout == "") {
 		return fmt.Errorf("give either a registry to push to or an OCI layout directory to write, not both or neither")
 	}
@@ -64,17 +77,36 @@ func (a *Images) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	report := ImagesReport{Images: []string{}}
+	text := a.Output == "" || a.Output == "text"
 	if a.Registry != "" {
 		for _, b := range all {
 			pushed, err := a.Client.Push(ctx, b.ref, b.artifact)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.Out, "pushed %s\n", pushed)
+			report.Images = append(report.Images, pushed)
+			if text {
+				fmt.Fprintf(a.Out, "pushed %s\n", pushed)
+			}
 		}
+	} else {
+		out := a.Out
+		if !text {
+			out = io.Discard
+		}
+		if err := a.writeLayout(all, out); err != nil {
+			return err
+		}
+		for _, b := range all {
+			report.Images = append(report.Images, b.ref)
+		}
+		report.OCILayout = a.OCILayout
+	}
+	if text {
 		return nil
 	}
-	return a.writeLayout(all)
+	return output.Write(a.Out, a.Output, report)
 }
 
 func (a *Images) build(prefix string) ([]built, error) {
@@ -133,7 +165,7 @@ func (a *Images) build(prefix string) ([]built, error) {
 
 // writeLayout writes the images into a fresh OCI layout, replacing the directory only when all
 // of them are written.
-func (a *Images) writeLayout(all []built) error {
+func (a *Images) writeLayout(all []built, out io.Writer) error {
 	staging := a.OCILayout + ".tmp"
 	if err := os.RemoveAll(staging); err != nil {
 		return err
@@ -154,7 +186,7 @@ func (a *Images) writeLayout(all []built) error {
 		if err != nil {
 			return fmt.Errorf("write %s to the OCI layout: %w", b.ref, err)
 		}
-		fmt.Fprintf(a.Out, "built %s\n", b.ref)
+		fmt.Fprintf(out, "built %s\n", b.ref)
 	}
 	if err := os.RemoveAll(a.OCILayout); err != nil {
 		return err
@@ -162,6 +194,6 @@ func (a *Images) writeLayout(all []built) error {
 	if err := os.Rename(staging, a.OCILayout); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.Out, "wrote %d images to the OCI layout %s\n", len(all), a.OCILayout)
+	fmt.Fprintf(out, "wrote %d images to the OCI layout %s\n", len(all), a.OCILayout)
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/csi-olm/csi-olm/images/registry"
 	"github.com/csi-olm/csi-olm/internal/fsutil"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/output"
 )
 
 // Files a release writes next to the bundle/ and catalog/ trees.
@@ -54,13 +55,43 @@ type Release struct {
 	OPM             string
 	GRPCHealthProbe string
 	Client          *registry.Client
-	// Output receives bundle/, catalog/ and the image lists; it is replaced as a whole.
+	// OutputDir receives bundle/, catalog/ and the image lists; it is replaced as a whole.
+	OutputDir string
+	// Output is text (a line per image pushed), json or yaml (a Report, once all is done).
 	Output string
 	Out    io.Writer
+
+	report Report
+}
+
+// Report is what a release published, as data.
+type Report struct {
+	OutputDir     string          `json:"outputDir"`
+	OperatorImage string          `json:"operatorImage,omitempty"`
+	BundleImages  []string        `json:"bundleImages"`
+	CatalogImages []PushedCatalog `json:"catalogImages"`
+}
+
+// PushedCatalog is a catalog image a release pushed: a catalog's at one OpenShift minor.
+type PushedCatalog struct {
+	Catalog string `json:"catalog"`
+	Minor   string `json:"minor"`
+	Image   string `json:"image"`
+}
+
+// printf writes a line of the text report.
+func (r *Release) printf(format string, args ...any) {
+	if r.Output == "" || r.Output == "text" {
+		fmt.Fprintf(r.Out, format+"\n", args...)
+	}
 }
 
 // Run publishes the release.
 func (r *Release) Run(ctx context.Context) error {
+	if err := output.Check(r.Output); err != nil {
+		return err
+	}
+	r.report = Report{BundleImages: []string{}, CatalogImages: []PushedCatalog{}}
 	if err := definition.Validate(r.Operators); err != nil {
 		return fmt.Errorf("invalid operator definitions, nothing was pushed or written:\n%w", err)
 	}
@@ -82,10 +113,10 @@ func (r *Release) Run(ctx context.Context) error {
 	}
 	operators := Pin(r.Operators, pinned)
 
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(r.Output)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(r.OutputDir)), 0o755); err != nil {
 		return err
 	}
-	staging, err := os.MkdirTemp(filepath.Dir(filepath.Clean(r.Output)), ".release-staging-")
+	staging, err := os.MkdirTemp(filepath.Dir(filepath.Clean(r.OutputDir)), ".release-staging-")
 	if err != nil {
 		return err
 	}
@@ -111,10 +142,14 @@ func (r *Release) Run(ctx context.Context) error {
 	if err := r.publishCatalogs(ctx, staging, opm); err != nil {
 		return fmt.Errorf("nothing was written: %w", err)
 	}
-	if err := fsutil.ReplaceDir(staging, r.Output, staging+".old"); err != nil {
+	if err := fsutil.ReplaceDir(staging, r.OutputDir, staging+".old"); err != nil {
 		return err
 	}
-	fmt.Fprintf(r.Out, "wrote the release to %s\n", r.Output)
+	r.printf("wrote the release to %s", r.OutputDir)
+	if r.Output == "json" || r.Output == "yaml" {
+		r.report.OutputDir = r.OutputDir
+		return output.Write(r.Out, r.Output, r.report)
+	}
 	return nil
 }
 
@@ -132,7 +167,8 @@ func (r *Release) pushOperator(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("nothing was written: %w", err)
 	}
-	fmt.Fprintf(r.Out, "pushed operator image %s\n", pushed)
+	r.report.OperatorImage = pushed
+	r.printf("pushed operator image %s", pushed)
 	return nil
 }
 
@@ -226,7 +262,8 @@ func (r *Release) pushBundles(ctx context.Context, dir string, operators []defin
 				return nil, err
 			}
 			pushedByCSV[o.CSVName(rel.Version)] = pushed
-			fmt.Fprintf(r.Out, "pushed bundle image %s\n", pushed)
+			r.report.BundleImages = append(r.report.BundleImages, pushed)
+			r.printf("pushed bundle image %s", pushed)
 		}
 	}
 	return pushedByCSV, nil
@@ -262,7 +299,8 @@ func (r *Release) publishCatalogs(ctx context.Context, staging string, opm *imag
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(r.Out, "pushed catalog image %s\n", pushed)
+			r.report.CatalogImages = append(r.report.CatalogImages, PushedCatalog{Catalog: string(name), Minor: m.Index(), Image: pushed})
+			r.printf("pushed catalog image %s", pushed)
 			catalogLines = append(catalogLines, fmt.Sprintf("%s %s %s\n", name, m.Index(), pushed))
 			all = append(all, list...)
 			set := mirror.ImageSet(pushed, cfg)

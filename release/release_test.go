@@ -29,6 +29,8 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/sirupsen/logrus"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/bundle/drivers"
 	"github.com/csi-olm/csi-olm/bundle/lint"
@@ -134,7 +136,7 @@ func (b *bed) release(output string, out io.Writer) *release.Release {
 	return &release.Release{
 		Operators: b.operators, Registry: b.addr + "/csi-olm",
 		OperatorBinaries: b.binaries, Version: "4.11.0", Revision: "test",
-		OPM: b.opm, GRPCHealthProbe: b.probe, Client: b.client, Output: output, Out: out,
+		OPM: b.opm, GRPCHealthProbe: b.probe, Client: b.client, OutputDir: output, Out: out,
 	}
 }
 
@@ -153,10 +155,14 @@ func TestRelease(t *testing.T) {
 func testImages(t *testing.T, b *bed) {
 	ctx := context.Background()
 	layouts := make([]string, 2)
+	var report bytes.Buffer
 	for i := range layouts {
 		layouts[i] = filepath.Join(t.TempDir(), "images")
 		a := &release.Images{OperatorBinaries: b.binaries, Version: "dev", Revision: "test", OPM: b.opm, GRPCHealthProbe: b.probe,
 			Bundles: "../bundle", Catalogs: "../catalog", OCILayout: layouts[i], Client: b.client, Out: io.Discard}
+		if i == 0 {
+			a.Output, a.Out = "yaml", &report
+		}
 		if err := a.Run(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +199,10 @@ func testImages(t *testing.T, b *bed) {
 	if !slices.Equal(names, want) {
 		t.Errorf("the layout names\n%q\nwant\n%q", names, want)
 	}
+	var reported release.ImagesReport
+	if err := yaml.Unmarshal(report.Bytes(), &reported); err != nil || reported.OCILayout != layouts[0] || !slices.Equal(slices.Sorted(slices.Values(reported.Images)), want) {
+		t.Errorf("-o yaml: %v, %+v, want the layout's images\n%s", err, reported, report.String())
+	}
 	first, second := testutil.Snapshot(t, layouts[0]), testutil.Snapshot(t, layouts[1])
 	if len(first) != len(second) || first["index.json"] != second["index.json"] {
 		t.Errorf("two builds of the same tree differ:\n%s\n%s", first["index.json"], second["index.json"])
@@ -209,9 +219,35 @@ func testPins(t *testing.T, b *bed) {
 	out := filepath.Join(t.TempDir(), "release")
 	var log bytes.Buffer
 	r := b.release(out, &log)
+	r.Output = "json"
 	if err := r.Run(ctx); err != nil {
 		t.Fatalf("release: %v\n%s", err, log.String())
 	}
+
+	t.Run("the report names every image pushed", func(t *testing.T) {
+		var report release.Report
+		if err := json.Unmarshal(log.Bytes(), &report); err != nil {
+			t.Fatalf("-o json is no report: %v\n%s", err, log.String())
+		}
+		catalogs, err := os.ReadFile(filepath.Join(out, release.CatalogsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, c := range report.CatalogImages {
+			lines = append(lines, c.Catalog+" "+c.Minor+" "+c.Image)
+		}
+		if got := strings.Join(lines, "\n") + "\n"; got != string(catalogs) {
+			t.Errorf("the report's catalog images:\n%s\nwant %s's:\n%s", got, release.CatalogsFile, catalogs)
+		}
+		bundles := 0
+		for _, o := range b.operators {
+			bundles += len(o.Releases)
+		}
+		if report.OutputDir != out || !strings.Contains(report.OperatorImage, "@sha256:") || len(report.BundleImages) != bundles {
+			t.Errorf("report %+v: want %s, the operator image by digest and %d bundle images", report, out, bundles)
+		}
+	})
 
 	t.Run("bundles pass the release check", func(t *testing.T) {
 		v := lint.Validate{Paths: []string{filepath.Join(out, "bundle")}, Strict: true, Release: true,

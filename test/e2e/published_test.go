@@ -124,12 +124,12 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 		Operators: operators, Registry: publishedRegistry,
 		OperatorBinaries: binaries,
 		Version:          "e2e", Revision: "e2e", OPM: s.Tools().Opm, GRPCHealthProbe: s.Tools().GRPCHealthProbe,
-		Client: c, Output: filepath.Join(dir, "release"), Out: testWriter{tb},
+		Client: c, OutputDir: filepath.Join(dir, "release"), Out: testWriter{tb},
 	}
 	if err := r.Run(ctx); err != nil {
 		tb.Fatalf("csi-olm release: %v", err)
 	}
-	p := &published{dir: r.Output, catalogs: readCatalogsFile(tb, filepath.Join(r.Output, release.CatalogsFile))}
+	p := &published{dir: r.OutputDir, catalogs: readCatalogsFile(tb, filepath.Join(r.OutputDir, release.CatalogsFile))}
 	publishedOn.releases[s.RegistryStorage()] = p
 	return p
 }

@@ -43,5 +43,6 @@ The prefix is --registry, where the images are pushed, or localhost/csi-olm in t
 	cmd.Flags().StringVar(&a.Catalogs, "catalogs", "catalog", "directory of catalog directories")
 	cmd.Flags().StringVar(&a.Registry, "registry", "", "repository prefix to push the images under")
 	cmd.Flags().StringVar(&a.OCILayout, "oci-layout", "", "OCI layout directory to write the images to (replaced)")
+	cmd.Flags().StringVarP(&a.Output, "output", "o", "text", "report: text (a line per image), json or yaml")
 	return cmd
 }

@@ -61,7 +61,8 @@ references keep the SOURCE names, as clusters pull them.`,
 	cmd.Flags().StringVar(&r.OPM, "opm", os.Getenv("CSI_OLM_OPM"), "statically linked opm for the catalog images (hack/tools.sh opm)")
 	cmd.Flags().StringVar(&r.GRPCHealthProbe, "grpc-health-probe", os.Getenv("CSI_OLM_GRPC_HEALTH_PROBE"), "statically linked grpc_health_probe for the catalog images (hack/tools.sh grpc_health_probe)")
 	cmd.Flags().StringArrayVar(&mirrors, "mirror", nil, "SOURCE=MIRROR: read and push the images of SOURCE at MIRROR (repeatable)")
-	cmd.Flags().StringVar(&r.Output, "output-dir", "release", "directory the release is written to (replaced)")
+	cmd.Flags().StringVar(&r.OutputDir, "output-dir", "release", "directory the release is written to (replaced)")
+	cmd.Flags().StringVarP(&r.Output, "output", "o", "text", "report: text (a line per image pushed), json or yaml (every image pushed, once all is done)")
 	_ = cmd.MarkFlagRequired("registry")
 	return cmd
 }
