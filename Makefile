@@ -249,15 +249,26 @@ operator-binaries: ## Build the statically linked operator binary for each of PL
 			-o $(BIN)/$${p/\//_}/aws-efs-csi-driver-operator ./cmd/aws-efs-csi-driver-operator; \
 	done
 
+# csi-olm itself, for the machines its users run it on.
+CLI_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+CLI_BINARIES := $(foreach p,$(CLI_PLATFORMS),$(BIN)/cli/csi-olm-$(subst /,-,$(p)))
+
+.PHONY: cli-binaries
+cli-binaries: ## Build csi-olm for each of CLI_PLATFORMS (linux and darwin, amd64 and arm64), as a release publishes it
+	@for p in $(CLI_PLATFORMS); do \
+		echo "go build csi-olm for $$p"; \
+		GOOS=$${p%/*} GOARCH=$${p#*/} $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/cli/csi-olm-$${p/\//-} ./cmd/csi-olm; \
+	done
+
 .PHONY: images
 images: operator-binaries cli tools ## Build the operator, bundle and catalog images into bin/images (an OCI layout), or push them under REGISTRY=
 	$(CSI_OLM) images $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) --opm "$$(hack/tools.sh opm)" \
 		--grpc-health-probe "$$(hack/tools.sh grpc_health_probe)" --bundles bundle --catalogs catalog $(if $(REGISTRY),--registry $(REGISTRY),--oci-layout $(BIN)/images)
 
 .PHONY: release
-release: operator-binaries cli tools ## Pin every image by digest and publish the bundle and catalog images under REGISTRY= (MIRRORS="SRC=DST ..." reads SRC at DST)
+release: operator-binaries cli-binaries cli tools ## Pin every image by digest and publish the bundle and catalog images under REGISTRY= (MIRRORS="SRC=DST ..." reads SRC at DST)
 	@[[ -n "$(REGISTRY)" ]] || { echo "make release needs REGISTRY=, e.g. REGISTRY=quay.io/csi-olm"; exit 2; }
-	$(CSI_OLM) release --registry $(REGISTRY) $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) \
+	$(CSI_OLM) release --registry $(REGISTRY) $(foreach b,$(OPERATOR_BINARIES),--operator-binary $(b)) $(foreach b,$(CLI_BINARIES),--cli-binary $(b)) \
 		--opm "$$(hack/tools.sh opm)" --grpc-health-probe "$$(hack/tools.sh grpc_health_probe)" $(foreach m,$(MIRRORS),--mirror $(m)) --output-dir $(or $(OUTPUT),$(BIN)/release)
 
 # Always rebuilt: go build is a cache lookup when nothing changed, and make cannot see Go's inputs.

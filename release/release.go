@@ -5,6 +5,7 @@ package release
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +36,11 @@ const (
 	ImagesFile   = "images.txt"
 	CatalogsFile = "catalogs.txt"
 	ImageSetFile = "imageset-config.yaml"
+	// ToolsFile is catalogs.txt's companion: the csi-olm image, "csi-olm <image@digest>".
+	ToolsFile = "tools.txt"
+	// CLIDir holds the csi-olm binaries, csi-olm-<os>-<arch>, and their ChecksumsFile.
+	CLIDir        = "cli"
+	ChecksumsFile = "SHA256SUMS"
 )
 
 // Release pins and publishes one release of every operator.
@@ -48,8 +54,12 @@ type Release struct {
 	// OperatorBinaries are the EFS operator's statically linked binaries, one per platform. When
 	// set, they are built into the image the newest EFS release references, and pushed there.
 	OperatorBinaries []string
-	Version          string
-	Revision         string
+	// CLIBinaries are csi-olm's own binaries, one per platform (Linux and macOS). When set, the
+	// release carries them with their checksums, and the Linux ones built for opm's platform
+	// become the csi-olm image, with opm beside csi-olm.
+	CLIBinaries []string
+	Version     string
+	Revision    string
 	// OPM and GRPCHealthProbe are the statically linked opm the catalog images serve with and
 	// the probe OLM's registry pods check it with.
 	OPM             string
@@ -68,6 +78,8 @@ type Release struct {
 type Report struct {
 	OutputDir     string          `json:"outputDir"`
 	OperatorImage string          `json:"operatorImage,omitempty"`
+	CLIImage      string          `json:"cliImage,omitempty"`
+	CLIBinaries   []string        `json:"cliBinaries,omitempty"`
 	BundleImages  []string        `json:"bundleImages"`
 	CatalogImages []PushedCatalog `json:"catalogImages"`
 }
@@ -141,6 +153,11 @@ func (r *Release) Run(ctx context.Context) error {
 	}
 	if err := r.publishCatalogs(ctx, staging, opm); err != nil {
 		return fmt.Errorf("nothing was written: %w", err)
+	}
+	if len(r.CLIBinaries) > 0 {
+		if err := r.publishCLI(ctx, staging); err != nil {
+			return fmt.Errorf("nothing was written: %w", err)
+		}
 	}
 	if err := fsutil.ReplaceDir(staging, r.OutputDir, staging+".old"); err != nil {
 		return err
@@ -358,4 +375,69 @@ func readOPM(opmPath, probePath string) (*images.OPM, error) {
 		return nil, fmt.Errorf("%s, %s: %w", opmPath, probePath, err)
 	}
 	return packed, nil
+}
+
+// publishCLI writes csi-olm's binaries and their checksums into the release, and pushes the
+// csi-olm image, <registry>/csi-olm:<version>, of the one built for opm's platform.
+func (r *Release) publishCLI(ctx context.Context, staging string) error {
+	opm, err := os.ReadFile(r.OPM)
+	if err != nil {
+		return fmt.Errorf("--opm: reading opm: %w", err)
+	}
+	opmPlatform, err := images.StaticPlatform("opm", opm)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(staging, CLIDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var sums []string
+	var platforms []v1.Platform
+	var image v1.Image
+	for _, path := range r.CLIBinaries {
+		binary, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("--cli-binary: %w", err)
+		}
+		platform, err := images.ExecutablePlatform(path, binary)
+		if err != nil {
+			return fmt.Errorf("--cli-binary: %w", err)
+		}
+		if slices.ContainsFunc(platforms, platform.Equals) {
+			return fmt.Errorf("--cli-binary: two binaries are built for %s", platform)
+		}
+		platforms = append(platforms, platform)
+		name := "csi-olm-" + platform.OS + "-" + platform.Architecture
+		if err := os.WriteFile(filepath.Join(dir, name), binary, 0o755); err != nil {
+			return err
+		}
+		sums = append(sums, fmt.Sprintf("%x  %s\n", sha256.Sum256(binary), name))
+		r.report.CLIBinaries = append(r.report.CLIBinaries, filepath.Join(CLIDir, name))
+		if platform.Equals(opmPlatform) {
+			if image, err = images.CLI(binary, opm, r.Version, r.Revision); err != nil {
+				return err
+			}
+		}
+	}
+	// By file name, as sha256sum writes them.
+	slices.SortFunc(sums, func(a, b string) int { return strings.Compare(a[64:], b[64:]) })
+	if err := os.WriteFile(filepath.Join(dir, ChecksumsFile), []byte(strings.Join(sums, "")), 0o644); err != nil {
+		return err
+	}
+	if image == nil {
+		return fmt.Errorf("--cli-binary: none is built for %s, opm's platform, so there is no csi-olm image to build", opmPlatform)
+	}
+	pushed, err := r.Client.Push(ctx, CLIImage(r.Registry, r.Version), image)
+	if err != nil {
+		return err
+	}
+	r.report.CLIImage = pushed
+	r.printf("pushed csi-olm image %s", pushed)
+	return os.WriteFile(filepath.Join(staging, ToolsFile), []byte("csi-olm "+pushed+"\n"), 0o644)
+}
+
+// CLIImage is where a release's csi-olm image is pushed.
+func CLIImage(registry, version string) string {
+	return registry + "/csi-olm:" + version
 }

@@ -1,8 +1,10 @@
 package release_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -28,7 +30,6 @@ import (
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"github.com/sirupsen/logrus"
-
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
@@ -48,6 +49,8 @@ const (
 	operatorPkg = "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator"
 	// standInPkg is the arm64 operator binary's stand-in (newBed).
 	standInPkg = "github.com/csi-olm/csi-olm/test/e2e/netprobe"
+	// cliPkg is csi-olm, which a release carries and builds its image from.
+	cliPkg = "github.com/csi-olm/csi-olm/cmd/csi-olm"
 )
 
 // upstreams are the registries the definitions reference; a test serves each of them from the
@@ -101,9 +104,11 @@ func pushStandIns(t testing.TB, c *registry.Client, operators []definition.Opera
 
 // bed is a registry with stand-ins and what a release needs.
 type bed struct {
-	addr      string
-	client    *registry.Client
-	binaries  []string
+	addr     string
+	client   *registry.Client
+	binaries []string
+	// cli are csi-olm's binaries, the first for the csi-olm image.
+	cli       []string
 	opm       string
 	probe     string
 	operators []definition.Operator
@@ -129,13 +134,22 @@ func newBed(t *testing.T) *bed {
 	// fifth of a cold `make test`'s compiling. The end-to-end tier's release packs both real
 	// builds (test/e2e's publish).
 	b.binaries = []string{testutil.BuildStatic(t, operatorPkg, "amd64"), testutil.BuildStatic(t, standInPkg, "arm64")}
+	// csi-olm as its image carries it, and for macOS a small program built for it: a release reads
+	// only the platform of the binaries it carries.
+	darwin := filepath.Join(t.TempDir(), "csi-olm-darwin")
+	build := exec.Command("go", "build", "-trimpath", "-o", darwin, "./testdata/hello")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=darwin", "GOARCH=arm64")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building a macOS stand-in: %v\n%s", err, out)
+	}
+	b.cli = []string{testutil.BuildStatic(t, cliPkg, "amd64"), darwin}
 	return b
 }
 
 func (b *bed) release(output string, out io.Writer) *release.Release {
 	return &release.Release{
 		Operators: b.operators, Registry: b.addr + "/csi-olm",
-		OperatorBinaries: b.binaries, Version: "4.11.0", Revision: "test",
+		OperatorBinaries: b.binaries, CLIBinaries: b.cli, Version: "4.11.0", Revision: "test",
 		OPM: b.opm, GRPCHealthProbe: b.probe, Client: b.client, OutputDir: output, Out: out,
 	}
 }
@@ -248,6 +262,8 @@ func testPins(t *testing.T, b *bed) {
 			t.Errorf("report %+v: want %s, the operator image by digest and %d bundle images", report, out, bundles)
 		}
 	})
+
+	t.Run("csi-olm is published as binaries with checksums and as an image with opm", func(t *testing.T) { testCLI(t, b, out) })
 
 	t.Run("bundles pass the release check", func(t *testing.T) {
 		v := lint.Validate{Paths: []string{filepath.Join(out, "bundle")}, Strict: true, Release: true,
@@ -630,5 +646,73 @@ func testBadInput(t *testing.T, b *bed) {
 				t.Errorf("a failed release left %v in %s", entries, parent)
 			}
 		})
+	}
+}
+
+// testCLI checks the release's csi-olm: each binary under cli/ with its checksum in SHA256SUMS,
+// and the image tools.txt pins, which runs csi-olm with opm beside it.
+func testCLI(t *testing.T, b *bed, out string) {
+	sums, err := os.ReadFile(filepath.Join(out, release.CLIDir, release.ChecksumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(string(sums)), "\n") {
+		sum, name, ok := strings.Cut(line, "  ")
+		binary, err := os.ReadFile(filepath.Join(out, release.CLIDir, name))
+		if !ok || err != nil || fmt.Sprintf("%x", sha256.Sum256(binary)) != sum {
+			t.Errorf("%s line %q does not match the file: %v", release.ChecksumsFile, line, err)
+		}
+		names = append(names, name)
+	}
+	if want := []string{"csi-olm-darwin-arm64", "csi-olm-linux-amd64"}; !slices.Equal(names, want) {
+		t.Errorf("cli/ holds %v, want %v", names, want)
+	}
+	tools, err := os.ReadFile(filepath.Join(out, release.ToolsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(tools)), "csi-olm ")
+	if !ok || !strings.HasPrefix(ref, b.addr+"/csi-olm/csi-olm@sha256:") {
+		t.Fatalf("%s: %q, want csi-olm and its image by digest", release.ToolsFile, tools)
+	}
+	loc, err := b.client.Location(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Config.Entrypoint, []string{images.CLIBinary}) || cfg.Config.User != images.NonRootUser || cfg.Architecture != "amd64" {
+		t.Errorf("image config %+v, want csi-olm run as a non-root user on amd64", cfg.Config)
+	}
+	files := map[string][]byte{}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		if data, err := io.ReadAll(tr); err == nil {
+			files["/"+strings.TrimPrefix(h.Name, "/")] = data
+		}
+	}
+	wantCLI, err := os.ReadFile(b.cli[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOPM, err := os.ReadFile(b.opm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(files[images.CLIBinary], wantCLI) || !bytes.Equal(files[images.OPMBinary], wantOPM) {
+		t.Errorf("the image does not carry the released csi-olm and opm: %d and %d bytes", len(files[images.CLIBinary]), len(files[images.OPMBinary]))
 	}
 }

@@ -10,6 +10,9 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/spf13/cobra"
+	// The public roots, for a machine or image without a CA bundle (the csi-olm image has none):
+	// Go uses them only when the system offers no roots of its own.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/bundle"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/catalog"

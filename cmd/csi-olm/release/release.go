@@ -34,7 +34,10 @@ func NewCommand() *cobra.Command {
     and pushes it under --registry, tagged with the minor's index (certified-catalog:v4.11);
  5. writes images.txt (every image), catalogs.txt (the catalog images, one
     "<catalog> <minor> <image@digest>" line each) and an oc-mirror imageset-config.yaml next to
-    bundle/ and catalog/ in --output.
+    bundle/ and catalog/ in --output-dir;
+ 6. with --cli-binary, writes csi-olm's binaries and their SHA256SUMS under cli/, pushes the
+    csi-olm image (csi-olm and opm on an empty base, <registry>/csi-olm:<version>) and writes
+    it, by digest, to tools.txt.
 
 Nothing is written unless every step succeeded. --mirror SOURCE=MIRROR reads and pushes the
 images of SOURCE at MIRROR instead (a registry that stands in for quay.io, say); the pinned
@@ -55,6 +58,7 @@ references keep the SOURCE names, as clusters pull them.`,
 	}
 	v := version.Get()
 	cmd.Flags().StringVar(&r.Registry, "registry", "", "repository prefix the bundle and catalog images are pushed under, e.g. quay.io/csi-olm")
+	cmd.Flags().StringArrayVar(&r.CLIBinaries, "cli-binary", nil, "csi-olm's own binary, once per platform (make cli-binaries builds linux and darwin, amd64 and arm64): the release carries them with SHA256SUMS, and the one built for opm's platform becomes the csi-olm image")
 	cmd.Flags().StringArrayVar(&r.OperatorBinaries, "operator-binary", nil, "statically linked EFS operator binary, once per platform (make operator-binaries builds them); without it, the image the newest EFS release references must already be in the registry (built from its Containerfile, say)")
 	cmd.Flags().StringVar(&r.Version, "version", v.Version, "version label of the operator image")
 	cmd.Flags().StringVar(&r.Revision, "revision", v.Commit, "source revision label of the operator image")
