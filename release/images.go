@@ -78,7 +78,7 @@ func (a *Images) Run(ctx context.Context) error {
 		return err
 	}
 	report := ImagesReport{Images: []string{}}
-	text := a.Output == "" || a.Output == "text"
+	text := !output.Data(a.Output)
 	if a.Registry != "" {
 		for _, b := range all {
 			pushed, err := a.Client.Push(ctx, b.ref, b.artifact)

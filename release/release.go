@@ -93,7 +93,7 @@ type PushedCatalog struct {
 
 // printf writes a line of the text report.
 func (r *Release) printf(format string, args ...any) {
-	if r.Output == "" || r.Output == "text" {
+	if !output.Data(r.Output) {
 		fmt.Fprintf(r.Out, format+"\n", args...)
 	}
 }
@@ -163,7 +163,7 @@ func (r *Release) Run(ctx context.Context) error {
 		return err
 	}
 	r.printf("wrote the release to %s", r.OutputDir)
-	if r.Output == "json" || r.Output == "yaml" {
+	if output.Data(r.Output) {
 		r.report.OutputDir = r.OutputDir
 		return output.Write(r.Out, r.Output, r.report)
 	}

@@ -61,7 +61,7 @@ func (v *Validate) Run(ctx context.Context) error {
 	if err := output.Check(v.Output); err != nil {
 		return err
 	}
-	text := v.Output == "" || v.Output == "text"
+	text := !output.Data(v.Output)
 	report := &Report{Outputs: []Output{}, Bundles: []BundleReport{}}
 	add := func(b BundleReport) {
 		report.Bundles = append(report.Bundles, b)

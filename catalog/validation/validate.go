@@ -85,7 +85,7 @@ func (v *Validate) Run(ctx context.Context) error {
 		r, err := v.one(ctx, c, opts)
 		if r != nil {
 			report.Catalogs = append(report.Catalogs, *r)
-			if v.Output == "text" || v.Output == "" {
+			if !output.Data(v.Output) {
 				printText(v.Out, r)
 			}
 		}
@@ -98,7 +98,7 @@ func (v *Validate) Run(ctx context.Context) error {
 	if err != nil {
 		report.Error = &ReportError{Message: err.Error()}
 	}
-	if v.Output == "json" || v.Output == "yaml" {
+	if output.Data(v.Output) {
 		if werr := output.Write(v.Out, v.Output, report); werr != nil {
 			return werr
 		}

@@ -21,6 +21,9 @@ func Check(format string) error {
 	return option.Errorf("Output", "unknown output %q: use text, json or yaml", format)
 }
 
+// Data says whether format is one of the data formats, which Write writes, rather than text.
+func Data(format string) bool { return format == "json" || format == "yaml" }
+
 // Write writes v as format, json (indented) or yaml.
 func Write(out io.Writer, format string, v any) error {
 	switch format {

@@ -45,7 +45,7 @@ func (r *Release) Run(ctx context.Context) error {
 	if err := output.Check(r.Output); err != nil {
 		return err
 	}
-	out, data := r.Out, r.Output == "json" || r.Output == "yaml"
+	out, data := r.Out, output.Data(r.Output)
 	if data {
 		out = io.Discard
 	}

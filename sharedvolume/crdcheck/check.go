@@ -63,7 +63,7 @@ func (c *Check) Run(ctx context.Context) error {
 	if n := len(report.Invalid); n > 0 {
 		found = exitcode.Found(fmt.Errorf("%d of %d SharedVolumes are invalid under the certified CRD", n, report.Checked))
 	}
-	if c.Output == "json" || c.Output == "yaml" {
+	if output.Data(c.Output) {
 		if err := output.Write(c.Out, c.Output, report); err != nil {
 			return err
 		}
