@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/exitcode"
@@ -170,16 +172,22 @@ func TestCatalogErrorsNameTheFlags(t *testing.T) {
 
 // TestExitCodes: every verb that reports findings exits 1 on them, and every verb exits 2 when it
 // cannot do its job, so a pipeline can tell a breaking change from a typo. The findings are the
-// field's: the committed catalogs read backwards, the field-shaped catalogs without the catalog
-// that provides their dependencies, a field-shaped tree of two minors.
+// committed catalogs read backwards (v4.11 then v4.10: heads lower, bundles gone; a tree whose
+// v4.11 is the certified v4.9), and the synthetic catalog without the one that provides its
+// dependencies.
 func TestExitCodes(t *testing.T) {
 	const bundle, v410, v411 = "../../bundle/aws-efs-operator/4.11.0", "../../catalog/certified/v4.10", "../../catalog/certified/v4.11"
-	field, deps, tree := t.TempDir(), t.TempDir(), t.TempDir()
-	if err := synthcatalog.WriteFieldCatalogs(field, deps); err != nil {
+	synthetic, deps, tree := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := synthcatalog.Write(synthetic); err != nil {
 		t.Fatal(err)
 	}
-	if err := synthcatalog.WriteFieldTree(tree, 2); err != nil {
+	if err := synthcatalog.WriteDependencies(deps); err != nil {
 		t.Fatal(err)
+	}
+	for minor, from := range map[string]string{"v4.10": v410, "v4.11": "../../catalog/certified/v4.9"} {
+		if err := os.CopyFS(filepath.Join(tree, minor), os.DirFS(from)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	broken := t.TempDir()
 	if err := os.WriteFile(filepath.Join(broken, "catalog.json"), []byte(`{"schema": "olm.package", "name": "p", "defaultChannel": "absent"}`), 0o644); err != nil {
@@ -200,9 +208,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"catalog", "diff", "--breaking", v411, v410}, exitcode.Findings},
 		{[]string{"catalog", "diff", "--breaking", "--olm", "v1", v411, v410}, exitcode.Findings},
 		{[]string{"catalog", "diff", "--breaking", v411}, exitcode.Failure},
-		{[]string{"catalog", "simulate", "--all", field, "--with-catalog", deps + ",priority=10", "--existing-operator", "x"}, exitcode.Failure},
+		{[]string{"catalog", "simulate", "--all", synthetic, "--with-catalog", deps, "--existing-operator", "x"}, exitcode.Failure},
 		{[]string{"catalog", "simulate", "--all", v411}, exitcode.OK},
-		{[]string{"catalog", "simulate", "--all", field}, exitcode.Findings},
+		{[]string{"catalog", "simulate", "--all", synthetic}, exitcode.Findings},
 		{[]string{"catalog", "cluster-upgrade", "../../catalog/certified"}, exitcode.OK},
 		{[]string{"catalog", "cluster-upgrade", tree}, exitcode.Findings},
 		{[]string{"catalog", "cluster-upgrade", v411}, exitcode.Failure},
@@ -304,8 +312,21 @@ func TestValidateVerbsReportAsData(t *testing.T) {
 
 // Long work tells stderr how far it has come, and --quiet silences that alone.
 func TestProgressOnStderrAndQuiet(t *testing.T) {
-	field, deps := t.TempDir(), t.TempDir()
-	if err := synthcatalog.WriteFieldCatalogs(field, deps); err != nil {
+	// A chain of 30 releases: 30 starts, each one step from the head.
+	chain := synthcatalog.Package{Name: "chain", DefaultChannel: "stable", Channels: map[string][]synthcatalog.Entry{}}
+	for i := range 30 {
+		e := synthcatalog.Entry{Version: fmt.Sprintf("1.0.%d", i)}
+		if i > 0 {
+			e.Replaces = fmt.Sprintf("1.0.%d", i-1)
+		}
+		chain.Channels["stable"] = append(chain.Channels["stable"], e)
+	}
+	cfg, err := synthcatalog.ConfigOf([]synthcatalog.Package{chain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := declcfg.WriteFS(*cfg, dir, declcfg.WriteJSON, ".json"); err != nil {
 		t.Fatal(err)
 	}
 	for _, quiet := range []bool{false, true} {
@@ -313,13 +334,12 @@ func TestProgressOnStderrAndQuiet(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		root.SetOut(&stdout)
 		root.SetErr(&stderr)
-		args := []string{"catalog", "simulate", "--all", field, "--with-catalog", deps + ",priority=10", "-o", "json"}
+		args := []string{"catalog", "simulate", "--all", dir, "-o", "json"}
 		if quiet {
 			args = append(args, "--quiet")
 		}
 		root.SetArgs(args)
-		err := root.Execute()
-		if exitcode.Of(err) != exitcode.Findings {
+		if err := root.Execute(); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
 		progress := strings.Count(stderr.String(), "simulated ")
