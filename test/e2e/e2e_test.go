@@ -26,6 +26,7 @@ var imageBinaries = []string{
 	"github.com/csi-olm/csi-olm/test/e2e/csistandin",
 	"github.com/csi-olm/csi-olm/test/e2e/scraper",
 	"github.com/csi-olm/csi-olm/test/e2e/netprobe",
+	"github.com/csi-olm/csi-olm/cmd/csi-olm",
 }
 
 // noRealNodeEnv, when set, says this test process starts no real node: `make e2e` runs the

@@ -123,7 +123,9 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 	r := &release.Release{
 		Operators: operators, Registry: publishedRegistry,
 		OperatorBinaries: binaries,
-		Version:          "e2e", Revision: "e2e", OPM: s.Tools().Opm, GRPCHealthProbe: s.Tools().GRPCHealthProbe,
+		// csi-olm for the node's platform: its image is what pipelines run (TestCLIImageOnRealNode).
+		CLIBinaries: []string{testutil.BuildStatic(tb, "github.com/csi-olm/csi-olm/cmd/csi-olm", "amd64")},
+		Version:     "e2e", Revision: "e2e", OPM: s.Tools().Opm, GRPCHealthProbe: s.Tools().GRPCHealthProbe,
 		Client: c, OutputDir: filepath.Join(dir, "release"), Out: testWriter{tb},
 	}
 	if err := r.Run(ctx); err != nil {
