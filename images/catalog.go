@@ -40,6 +40,8 @@ func CatalogConfig(platform v1.Platform) Config {
 type OPM struct {
 	layer    v1.Layer
 	platform v1.Platform
+	// binary is opm alone, which the csi-olm image carries beside csi-olm.
+	binary []byte
 }
 
 // NewOPM checks that opm and grpc_health_probe are statically linked for one platform, which
@@ -64,8 +66,11 @@ func NewOPM(opm, healthProbe []byte) (*OPM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog image: %w", err)
 	}
-	return &OPM{layer: layer, platform: platform}, nil
+	return &OPM{layer: layer, platform: platform, binary: opm}, nil
 }
+
+// Platform is the platform opm is built for.
+func (o *OPM) Platform() v1.Platform { return o.platform }
 
 // Catalog builds a catalog image: the file-based catalog under /configs and opm, each in its own
 // layer so that catalogs built with the same opm share its layer in the registry too.

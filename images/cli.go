@@ -38,21 +38,17 @@ func CLIConfig(version, revision string, platform v1.Platform) Config {
 // CLI builds the csi-olm image: csi-olm and the pinned opm, both statically linked for one
 // platform, on an empty base, with a world-writable /tmp for the catalog images it unpacks. It
 // needs no CA bundle: csi-olm carries the public roots (golang.org/x/crypto/x509roots/fallback).
-func CLI(binary, opm []byte, version, revision string) (v1.Image, error) {
+func CLI(binary []byte, opm *OPM, version, revision string) (v1.Image, error) {
 	platform, err := StaticPlatform("csi-olm", binary)
 	if err != nil {
 		return nil, fmt.Errorf("csi-olm image: %w", err)
 	}
-	opmPlatform, err := StaticPlatform("opm", opm)
-	if err != nil {
-		return nil, fmt.Errorf("csi-olm image: %w", err)
-	}
-	if !opmPlatform.Equals(platform) {
-		return nil, fmt.Errorf("csi-olm image: csi-olm is built for %s but opm for %s", platform, opmPlatform)
+	if !opm.platform.Equals(platform) {
+		return nil, fmt.Errorf("csi-olm image: csi-olm is built for %s but opm for %s", platform, opm.platform)
 	}
 	layer, err := Layer([]File{
 		{Path: CLIBinary, Mode: 0o755, Data: binary},
-		{Path: OPMBinary, Mode: 0o755, Data: opm},
+		{Path: OPMBinary, Mode: 0o755, Data: opm.binary},
 		{Path: TmpDir, Mode: fs.ModeDir | fs.ModeSticky | 0o777},
 		{Path: CLIWorkDir, Mode: fs.ModeDir | 0o755},
 	})

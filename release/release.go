@@ -155,7 +155,7 @@ func (r *Release) Run(ctx context.Context) error {
 		return fmt.Errorf("nothing was written: %w", err)
 	}
 	if len(r.CLIBinaries) > 0 {
-		if err := r.publishCLI(ctx, staging); err != nil {
+		if err := r.publishCLI(ctx, staging, opm); err != nil {
 			return fmt.Errorf("nothing was written: %w", err)
 		}
 	}
@@ -379,15 +379,8 @@ func readOPM(opmPath, probePath string) (*images.OPM, error) {
 
 // publishCLI writes csi-olm's binaries and their checksums into the release, and pushes the
 // csi-olm image, <registry>/csi-olm:<version>, of the one built for opm's platform.
-func (r *Release) publishCLI(ctx context.Context, staging string) error {
-	opm, err := os.ReadFile(r.OPM)
-	if err != nil {
-		return fmt.Errorf("--opm: reading opm: %w", err)
-	}
-	opmPlatform, err := images.StaticPlatform("opm", opm)
-	if err != nil {
-		return err
-	}
+func (r *Release) publishCLI(ctx context.Context, staging string, opm *images.OPM) error {
+	opmPlatform := opm.Platform()
 	dir := filepath.Join(staging, CLIDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
