@@ -91,11 +91,7 @@ func (a *Images) Run(ctx context.Context) error {
 			}
 		}
 	} else {
-		out := a.Out
-		if !text {
-			out = io.Discard
-		}
-		if err := a.writeLayout(all, out); err != nil {
+		if err := a.writeLayout(all, output.Text(a.Out, a.Output)); err != nil {
 			return err
 		}
 		for _, b := range all {

@@ -24,6 +24,15 @@ func Check(format string) error {
 // Data says whether format is one of the data formats, which Write writes, rather than text.
 func Data(format string) bool { return format == "json" || format == "yaml" }
 
+// Text is where a verb's text report goes: out, or nowhere when format is a data format, whose
+// report Write writes once the verb is done.
+func Text(out io.Writer, format string) io.Writer {
+	if Data(format) {
+		return io.Discard
+	}
+	return out
+}
+
 // Write writes v as format, json (indented) or yaml.
 func Write(out io.Writer, format string, v any) error {
 	switch format {

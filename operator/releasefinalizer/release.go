@@ -45,10 +45,7 @@ func (r *Release) Run(ctx context.Context) error {
 	if err := output.Check(r.Output); err != nil {
 		return err
 	}
-	out, data := r.Out, output.Data(r.Output)
-	if data {
-		out = io.Discard
-	}
+	out, data := output.Text(r.Out, r.Output), output.Data(r.Output)
 	plan := &Plan{DryRun: r.DryRun, Finalizers: []string{}}
 	err := r.run(ctx, out, plan)
 	if data && err == nil {
