@@ -7,6 +7,8 @@ import (
 	"io/fs"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/csi-olm/csi-olm/docs/ci"
 )
 
 const (
@@ -14,6 +16,14 @@ const (
 	CLIBinary = "/usr/bin/csi-olm"
 	// CLIWorkDir is where a pipeline mounts its catalogs: the image's working directory.
 	CLIWorkDir = "/work"
+	// CLIShell is the image's POSIX shell: a link to csi-olm, which runs as a shell under that
+	// name (internal/shell), for CI steps that run a script in the image.
+	CLIShell = "/bin/sh"
+	// CLICheckCatalogs is the CI recipe's script (docs/ci), run by the image's shell.
+	CLICheckCatalogs = "/usr/share/csi-olm/check-catalogs.sh"
+	// CLIPath finds csi-olm and opm, for a script in the image and for a runtime that sets no
+	// PATH of its own.
+	CLIPath = "PATH=/usr/bin:/bin"
 )
 
 // CLIConfig is the config of the csi-olm image of a version and source revision.
@@ -21,6 +31,7 @@ func CLIConfig(version, revision string, platform v1.Platform) Config {
 	const description = "Validates, compares and simulates OLM bundles and file-based catalogs, and migrates OpenShift's optional CSI drivers between installers"
 	return Config{
 		Entrypoint: []string{CLIBinary},
+		Env:        []string{CLIPath},
 		User:       NonRootUser,
 		WorkingDir: CLIWorkDir,
 		Platform:   platform,
@@ -36,7 +47,7 @@ func CLIConfig(version, revision string, platform v1.Platform) Config {
 }
 
 // CLI builds the csi-olm image: csi-olm and the pinned opm, both statically linked for one
-// platform, on an empty base, with a world-writable /tmp for the catalog images it unpacks. It
+// platform, on an empty base, with csi-olm as /bin/sh too and the CI recipe's script, with a world-writable /tmp for the catalog images it unpacks. It
 // needs no CA bundle: csi-olm carries the public roots (golang.org/x/crypto/x509roots/fallback).
 func CLI(binary []byte, opm *OPM, version, revision string) (v1.Image, error) {
 	platform, err := StaticPlatform("csi-olm", binary)
@@ -49,6 +60,8 @@ func CLI(binary []byte, opm *OPM, version, revision string) (v1.Image, error) {
 	layer, err := Layer([]File{
 		{Path: CLIBinary, Mode: 0o755, Data: binary},
 		{Path: OPMBinary, Mode: 0o755, Data: opm.binary},
+		{Path: CLIShell, Link: CLIBinary},
+		{Path: CLICheckCatalogs, Mode: 0o755, Data: ci.CheckCatalogs},
 		{Path: TmpDir, Mode: fs.ModeDir | fs.ModeSticky | 0o777},
 		{Path: CLIWorkDir, Mode: fs.ModeDir | 0o755},
 	})

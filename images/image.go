@@ -14,6 +14,7 @@ import (
 type Config struct {
 	Entrypoint []string
 	Cmd        []string
+	Env        []string
 	// User is numeric, so that a kubelet can check runAsNonRoot without reading /etc/passwd.
 	User       string
 	WorkingDir string
@@ -45,6 +46,7 @@ func Image(base v1.Image, cfg Config, layers ...v1.Layer) (v1.Image, error) {
 	file.Author = ""
 	file.Config.Entrypoint = cfg.Entrypoint
 	file.Config.Cmd = cfg.Cmd
+	file.Config.Env = cfg.Env
 	file.Config.User = cfg.User
 	file.Config.WorkingDir = cfg.WorkingDir
 	file.Config.Labels = maps.Clone(cfg.Labels)

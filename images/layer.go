@@ -32,6 +32,8 @@ type File struct {
 	Path string
 	Mode fs.FileMode
 	Data []byte
+	// Link, when set, makes Path a symbolic link to it, and Mode and Data are unused.
+	Link string
 }
 
 // tarMode is the tar header mode of fs mode bits: the permissions and the sticky bit.
@@ -107,8 +109,10 @@ func Layer(files []File) (v1.Layer, error) {
 	for _, name := range names {
 		hdr := &tar.Header{Name: strings.TrimPrefix(name, "/"), ModTime: Epoch}
 		f, listed := byPath[name]
-		isFile := listed && !f.Mode.IsDir()
+		isFile := listed && f.Link == "" && !f.Mode.IsDir()
 		switch {
+		case listed && f.Link != "":
+			hdr.Typeflag, hdr.Mode, hdr.Linkname = tar.TypeSymlink, 0o777, f.Link
 		case isFile:
 			hdr.Typeflag, hdr.Mode, hdr.Size = tar.TypeReg, tarMode(f.Mode), int64(len(f.Data))
 		case listed:

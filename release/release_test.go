@@ -688,10 +688,11 @@ func testCLI(t *testing.T, b *bed, out string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cfg.Config.Entrypoint, []string{images.CLIBinary}) || cfg.Config.User != images.NonRootUser || cfg.Architecture != "amd64" {
-		t.Errorf("image config %+v, want csi-olm run as a non-root user on amd64", cfg.Config)
+	if !slices.Equal(cfg.Config.Entrypoint, []string{images.CLIBinary}) || cfg.Config.User != images.NonRootUser || cfg.Architecture != "amd64" ||
+		!slices.Equal(cfg.Config.Env, []string{images.CLIPath}) {
+		t.Errorf("image config %+v, want csi-olm run as a non-root user on amd64, with a PATH to it", cfg.Config)
 	}
-	files := map[string][]byte{}
+	files, links := map[string][]byte{}, map[string]string{}
 	rc := mutate.Extract(img)
 	defer rc.Close()
 	tr := tar.NewReader(rc)
@@ -700,9 +701,16 @@ func testCLI(t *testing.T, b *bed, out string) {
 		if err != nil {
 			break
 		}
+		if h.Typeflag == tar.TypeSymlink {
+			links["/"+strings.TrimPrefix(h.Name, "/")] = h.Linkname
+		}
 		if data, err := io.ReadAll(tr); err == nil {
 			files["/"+strings.TrimPrefix(h.Name, "/")] = data
 		}
+	}
+	// A script's steps run in the image: its shell is csi-olm (internal/shell).
+	if links[images.CLIShell] != images.CLIBinary {
+		t.Errorf("%s links to %q, want %s", images.CLIShell, links[images.CLIShell], images.CLIBinary)
 	}
 	wantCLI, err := os.ReadFile(b.cli[0])
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -24,10 +25,17 @@ import (
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/release"
 	"github.com/csi-olm/csi-olm/cmd/csi-olm/version"
 	"github.com/csi-olm/csi-olm/internal/exitcode"
+	"github.com/csi-olm/csi-olm/internal/shell"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Run as sh (the csi-olm image's /bin/sh links here), csi-olm is the image's shell.
+	if filepath.Base(os.Args[0]) == shell.Name {
+		status := shell.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(status)
+	}
 	err := newRoot().ExecuteContext(ctx)
 	stop()
 	os.Exit(exitcode.Of(err))
