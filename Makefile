@@ -61,7 +61,7 @@ TOOL_ENV = CSI_OLM_OPM="$$(hack/tools.sh opm)" CSI_OLM_GRPC_HEALTH_PROBE="$$(hac
 # OLM itself. A test that asks for a tool its tier did not build still gets it, built on demand.
 TEST_TOOLS := etcd kube-apiserver kube-controller-manager kube-scheduler kwok kwok-crds openshift-crds \
 	registry opm grpc_health_probe storage-manifest-check csi-provisioner olm-crds
-E2E_TOOLS := $(TEST_TOOLS) kubelet kube-proxy pause coredns olm catalog cpb kube-rbac-proxy operator-controller catalogd olmv1-crds
+E2E_TOOLS := $(TEST_TOOLS) kubelet kube-proxy kubectl pause coredns olm catalog cpb kube-rbac-proxy operator-controller catalogd olmv1-crds
 
 # The ledger: every `go test` of `make test` and `make e2e` runs with -json, and hack/testledger
 # keeps the stream in $(LEDGER_DIR)/NAME.jsonl while printing what plain `go test` prints. From

@@ -10,7 +10,8 @@
 #   opm, controller-gen                      this module's go.mod (the `tool` block)
 #   kube-apiserver, kube-controller-manager, hack/tools/kube/go.mod, a separate tools module so
 #   kube-scheduler, kubelet, kube-proxy,     k8s.io/kubernetes never enters the main go.mod
-#   etcd
+#   kubectl, etcd                            (kubectl: the admin's CLI of the README's quick
+#                                            start, which the end-to-end test runs as oc)
 #   pause                                    the pause binary of the real node's pod sandboxes,
 #                                            compiled (gcc -static) from that k8s.io/kubernetes
 #                                            module's build/pause/linux/pause.c
@@ -58,7 +59,7 @@ olm_module=github.com/operator-framework/operator-lifecycle-manager
 # OLM v1. Built in its own go.mod (a module copy), so its Kubernetes libraries need not be this
 # module's. v1.6 and later need pkg.package-operator.run/boxcutter, whose host the Go module
 # proxy here refuses, and their standard runtime uses it too (its tracking cache); v1.5.1 is the
-# newest release the proxy serves that builds without it (README.md#installing-with-olm-v1).
+# newest release the proxy serves that builds without it (docs/olm-v1.md#installing-with-olm-v1).
 olmv1_version=v1.5.1
 olmv1_module=github.com/operator-framework/operator-controller
 provisioner_version=v5.3.0
@@ -78,10 +79,10 @@ export CGO_ENABLED=0
 
 cache="${CSI_OLM_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/csi-olm/tools}"
 kube_dir=hack/tools/kube
-all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
+all_tools=(opm controller-gen kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 	pause etcd kwok kwok-crds olm catalog olm-crds cpb operator-controller catalogd olmv1-crds openshift-crds
 	registry coredns grpc_health_probe csi-provisioner kube-rbac-proxy storage-manifest-check benchstat)
-kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 # Temporary build outputs, removed on exit (also on failure or interrupt); they live in the cache so
 # finished results can be mv'd into place, which never leaves a half-written tool behind.
@@ -346,7 +347,7 @@ tool() {
 	controller-gen)
 		build controller-gen sigs.k8s.io/controller-tools sigs.k8s.io/controller-tools/cmd/controller-gen
 		;;
-	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy) build_kube "$1" ;;
+	kube-apiserver | kube-controller-manager | kube-scheduler | kubelet | kube-proxy | kubectl) build_kube "$1" ;;
 	pause) build_pause ;;
 	etcd) build_main etcd "$kube_dir" go.etcd.io/etcd/server/v3 ./cmd/etcd ;;
 	storage-manifest-check) build_main storage-manifest-check "$kube_dir" k8s.io/kubernetes ./cmd/storage-manifest-check ;;
@@ -368,7 +369,7 @@ tool() {
 		# already compiled, where its own go.mod's older ones took a fresh machine four minutes of
 		# CPU. csi-provisioner and kwok do not compile against them, so they keep their own. Its
 		# version in go.mod is the newest release the Go module proxy serves; the EFS definition
-		# names v0.20.0 (README.md#the-real-node).
+		# names v0.20.0 (docs/development.md#the-real-node).
 		local v
 		v=$(modver go.mod github.com/brancz/kube-rbac-proxy)
 		variant=this-module build kube-rbac-proxy github.com/brancz/kube-rbac-proxy \

@@ -340,7 +340,7 @@ func TestHostNetworkContainersListenOnLoopback(t *testing.T) {
 
 // TestSidecarsRunOnAReadOnlyRoot: every sidecar of the driver, as the operator applies it, runs
 // with a read-only root filesystem, as in OpenShift's operator: they write only to the mounted
-// socket directories. The driver's own containers are the exception the README explains: what
+// socket directories. The driver's own containers are the exception docs/operator.md explains: what
 // efs-utils writes at mount time is known only from the real driver image, which the tests do not
 // run.
 func TestSidecarsRunOnAReadOnlyRoot(t *testing.T) {

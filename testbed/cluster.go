@@ -46,10 +46,12 @@ var Scheme = func() *runtime.Scheme {
 // NodeName is the kwok node of a Full stack.
 const NodeName = "kwok-node-0"
 
-// OLM's namespaces and the OperatorGroup that makes every namespace a target (AllNamespaces).
+// OLM's namespaces as OpenShift names them (the global catalog namespace and the one whose
+// OperatorGroup makes every namespace a target), so that what README.md tells an admin runs here
+// as written.
 const (
-	OLMNamespace       = "olm"
-	OperatorsNamespace = "operators"
+	OLMNamespace       = "openshift-marketplace"
+	OperatorsNamespace = "openshift-operators"
 	GlobalOperatorGrp  = "global-operators"
 )
 

@@ -28,6 +28,9 @@ type Tools struct {
 	CSIProvisioner, KubeRBACProxy string
 	// OperatorController and Catalogd are OLM v1, which a real node runs as pods.
 	OperatorController, Catalogd string
+	// Kubectl is no stack's: it is the CLI an admin runs against one (README.md's quick start,
+	// run as oc).
+	Kubectl string
 	// KwokCRDs, OLMCRDs, OLMv1CRDs and OpenShiftCRDs are directories of CRD manifests.
 	KwokCRDs, OLMCRDs, OLMv1CRDs, OpenShiftCRDs string
 }
@@ -42,6 +45,7 @@ func (t *Tools) toolNames() map[string]*string {
 		"coredns": &t.CoreDNS, "grpc_health_probe": &t.GRPCHealthProbe, "cpb": &t.Cpb,
 		"csi-provisioner": &t.CSIProvisioner, "kube-rbac-proxy": &t.KubeRBACProxy,
 		"operator-controller": &t.OperatorController, "catalogd": &t.Catalogd, "olmv1-crds": &t.OLMv1CRDs,
+		"kubectl": &t.Kubectl,
 	}
 }
 

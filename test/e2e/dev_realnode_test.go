@@ -46,7 +46,7 @@ func TestUpDownRealNode(t *testing.T) {
 	if err := u.Run(context.Background()); err != nil {
 		t.Fatalf("dev up --node=real: %v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "serving "+tree.Path("../../catalog/certified", clusterMinor)+" as CatalogSource olm/certified-operators from image ") {
+	if !strings.Contains(out.String(), "serving "+tree.Path("../../catalog/certified", clusterMinor)+" as CatalogSource openshift-marketplace/certified-operators from image ") {
 		t.Errorf("dev up did not serve the catalog from an image:\n%s", out.String())
 	}
 	st, err := dev.ReadState(dev.StateFile(home))

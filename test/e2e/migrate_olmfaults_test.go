@@ -77,7 +77,7 @@ func TestMigrateSubscriptionOLMFaults(t *testing.T) {
 		name: "registry unavailable", source: "certified-flaky", variant: unchanged, timeout: 15 * time.Second,
 		when: beforeSwitch, fault: registryGoesAway,
 		want: []string{
-			"step follow-upgrade: gave up waiting for the upgrade to " + certifiedHeadCSV + " after 15s: the registry of catalog olm/certified-flaky is unreachable: connection state ",
+			"step follow-upgrade: gave up waiting for the upgrade to " + certifiedHeadCSV + " after 15s: the registry of catalog openshift-marketplace/certified-flaky is unreachable: connection state ",
 			"unless OLM still holds a copy of the catalog, it cannot resolve until the registry answers",
 		},
 	}, {
@@ -85,7 +85,7 @@ func TestMigrateSubscriptionOLMFaults(t *testing.T) {
 		// before it fails it; the verb must end then, long before its own timeout.
 		name: "InstallPlan fails", source: "certified-crd-drops-v1alpha1", variant: headCRDDropsStoredVersion, timeout: 4 * time.Minute,
 		want: []string{
-			"step follow-upgrade: InstallPlan operators/install-",
+			"step follow-upgrade: InstallPlan openshift-operators/install-",
 			"which installs " + certifiedHeadCSV + ", failed, and OLM does not retry a failed InstallPlan: Installed=False reason=InstallComponentFailed: ",
 			`risk of data loss updating "sharedvolumes.aws-efs.managed.openshift.io"`,
 		},
@@ -229,7 +229,7 @@ func assertFailureRecorded(ctx context.Context, t *testing.T, c client.Client, d
 // Subscription's spec back exactly as it was.
 func restoreFromError(ctx context.Context, t *testing.T, c client.Client, runErr error, original *operatorsv1alpha1.Subscription) {
 	t.Helper()
-	const restore = `kubectl patch subscriptions.operators.coreos.com -n operators aws-efs-operator --type=merge -p '`
+	const restore = `kubectl patch subscriptions.operators.coreos.com -n openshift-operators aws-efs-operator --type=merge -p '`
 	msg := runErr.Error()
 	i := strings.Index(msg, restore)
 	if i < 0 {

@@ -87,9 +87,9 @@ func TestMigrateSubscription(t *testing.T) {
 	var out bytes.Buffer
 	must(t, migrateSubscription(ctx, e.stack, true, &out))
 	for _, want := range []string{
-		"catalog:    olm/community-operators -> olm/certified-operators",
+		"catalog:    openshift-marketplace/community-operators -> openshift-marketplace/csi-olm-certified",
 		"upgrade to: " + certifiedHeadCSV + ", the head of stable (" + certifiedHeadCSV + " by skipRange >=0.0.6 <4.11.0)",
-		"DaemonSet operators/efs-csi-node must keep running",
+		"DaemonSet openshift-operators/efs-csi-node must keep running",
 		"3 Ready SharedVolumes must stay Ready",
 		"dry run: nothing changed",
 	} {
@@ -124,7 +124,7 @@ func TestMigrateSubscription(t *testing.T) {
 	// A second run finds the completed journal and changes nothing.
 	out.Reset()
 	must(t, migrateSubscription(ctx, e.stack, false, &out))
-	if !strings.Contains(out.String(), "switch Subscription operators/aws-efs-operator to catalog olm/certified-operators, channel stable: done before") {
+	if !strings.Contains(out.String(), "switch Subscription openshift-operators/aws-efs-operator to catalog openshift-marketplace/csi-olm-certified, channel stable: done before") {
 		t.Errorf("the rerun did not resume from the journal:\n%s", out.String())
 	}
 
@@ -228,7 +228,7 @@ func TestMigrateResumesAfterKill(t *testing.T) {
 			e := installCommunityEFS(ctx, t, startOLMFixture(ctx, t))
 			runKilled(t, bin, e.stack, step, subscriptionArgs...)
 			out := run(t, bin, e.stack, subscriptionArgs...)
-			if !strings.Contains(out, "resuming the migration recorded in ConfigMap operators/csi-olm-migrate-subscription-aws-efs-operator") {
+			if !strings.Contains(out, "resuming the migration recorded in ConfigMap openshift-operators/csi-olm-migrate-subscription-aws-efs-operator") {
 				t.Errorf("the rerun did not resume:\n%s", out)
 			}
 			e.assertSwitched(ctx, t)
@@ -245,7 +245,7 @@ func TestMigrateResumesAfterKill(t *testing.T) {
 			installOLMEraDrivers(ctx, t, f, manila)
 			runKilled(t, bin, f.stack, step, csoArgs...)
 			out := run(t, bin, f.stack, csoArgs...)
-			if !strings.Contains(out, "resuming the migration recorded in ConfigMap operators/csi-olm-migrate-cso-manila") {
+			if !strings.Contains(out, "resuming the migration recorded in ConfigMap openshift-operators/csi-olm-migrate-cso-manila") {
 				t.Errorf("the rerun did not resume:\n%s", out)
 			}
 			manila.assertHandedOver(ctx, t, f.stack.Client)

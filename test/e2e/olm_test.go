@@ -21,7 +21,7 @@ import (
 const (
 	efsPackage       = "aws-efs-operator"
 	communitySource  = "community-operators"
-	certifiedSource  = "certified-operators"
+	certifiedSource  = "csi-olm-certified" // as README.md's quick start names it
 	communityHeadCSV = "aws-efs-operator.v0.0.8"
 	certifiedHeadCSV = "aws-efs-csi-driver-operator.v4.11.0"
 	// olmEraSource serves the certified catalog of OpenShift 4.5, the only minor whose index

@@ -68,7 +68,7 @@ func createOLMv1Installer(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 	for _, obj := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: olmv1Installer}},
 		// OLM v1 installs with the permissions of the ServiceAccount the admin names; the
-		// README shows this binding as the quick way and what a narrower one must grant.
+		// docs/olm-v1.md shows this binding as the quick way and what a narrower one must grant.
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: olmv1Installer},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
@@ -122,7 +122,7 @@ func selectCatalog(name definition.Catalog) map[string]any {
 }
 
 // installWithOLMv1 installs the EFS operator at version from the certified catalog a release
-// published for minor, as README.md#installing-with-olm-v1 says: a ClusterCatalog for the catalog
+// published for minor, as docs/olm-v1.md#installing-with-olm-v1 says: a ClusterCatalog for the catalog
 // image, the namespace and installer ServiceAccount, a ClusterExtension selecting that catalog.
 // It waits for the operator's pod to be Ready, running that version's published CSV, and returns
 // the pod.
@@ -177,7 +177,7 @@ func waitForOLMv1Operator(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 // as pods on the node) from the certified catalog image a release published for OpenShift 4.10:
 // a ClusterCatalog serves it, a ClusterExtension installs 4.10.0, whose operator runs as its CSV
 // ships it with no request refused and deploys the driver for a ClusterCSIDriver. Then the
-// cluster moves to 4.11 as the README says: the ClusterCatalog now serves 4.11's catalog image,
+// cluster moves to 4.11 as docs/olm-v1.md says: the ClusterCatalog now serves 4.11's catalog image,
 // the ClusterExtension's version moves to 4.11.0, and OLM v1 upgrades the operator in one hop,
 // by 4.11.0's skipRange.
 func TestOLMv1OnRealNode(t *testing.T) {
@@ -300,7 +300,7 @@ func uninstallWithOLMv1(ctx context.Context, t *testing.T, s *testbed.Stack, ope
 		}
 	}
 	// The operator either let the SharedVolume go itself, keeping its volumes, or was gone
-	// first, and the SharedVolume's finalizer holds the CRD: the README's next step.
+	// first, and the SharedVolume's finalizer holds the CRD: the next step of docs/olm-v1.md.
 	assertKept("after the ClusterExtension's deletion")
 	var out bytes.Buffer
 	if err := (&releasesharedvolumes.Release{ClusterOptions: kube.ClusterOptions{Config: s.Config}, Out: &out}).Run(ctx); err != nil {
@@ -375,7 +375,7 @@ func TestOLMv1CommunityMoveOnRealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The admin checks that every existing SharedVolume is valid under the certified CRD, as
-	// README.md#installing-with-olm-v1 says, and lets this one upgrade past the preflight.
+	// docs/olm-v1.md#installing-with-olm-v1 says, and lets this one upgrade past the preflight.
 	var report bytes.Buffer
 	if err := (&crdcheck.Check{ClusterOptions: kube.ClusterOptions{Config: s.Config}, Out: &report}).Run(ctx); err != nil {
 		t.Fatalf("check-sharedvolumes: %v\n%s", err, report.String())

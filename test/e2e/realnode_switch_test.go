@@ -109,10 +109,9 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	must(t, c.Patch(ctx, &namespace, labelled))
 	actAsClusterPrometheus(ctx, t, s)
 
+	// The admin switches as README.md's quick start says, with csi-olm as a release ships it.
 	begin := time.Now()
-	if err := f.switchSource(ctx); err != nil {
-		t.Fatal(err)
-	}
+	newAdminShell(t, s).runSection(ctx, t, quickStartBlocks(t, adminQuickStart), switchSection)
 	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "AtLatestKnown "+firstCSV, olm.AtLatestKnown(firstCSV)); err != nil {
 		t.Fatal(err)
 	}

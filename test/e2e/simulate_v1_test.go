@@ -248,7 +248,7 @@ func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1
 // deleteOLMv1Extension deletes the EFS operator's ClusterExtension and waits until it is gone,
 // with what it installed: the next start installs into a cluster without it. Until the garbage
 // collector has deleted the old extension's CRDs, operator-controller refuses to install the
-// same bundle for a new ClusterExtension of the same name (README.md#uninstalling-with-olm-v1).
+// same bundle for a new ClusterExtension of the same name (docs/olm-v1.md#uninstalling-with-olm-v1).
 func deleteOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack) {
 	tb.Helper()
 	ce := efsExtension()

@@ -77,6 +77,7 @@ var leaves = []string{
 	"sharedvolume/crd",
 	"operator/assets",
 	"bundle/drivers/icons",
+	"docs/ci",
 }
 
 // leafPattern matches the API types and CRDs of the EBS, Manila and community EFS definitions.

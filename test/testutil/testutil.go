@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,13 +154,13 @@ func ParallelOn(workers, n int, fn func(i int) error) error {
 	return first
 }
 
-// AssertRefusedWhileOperatorsRun creates, one at a time, a Deployment of each name in a new
-// namespace openshift-operators, and checks that run fails with an error naming it while it
+// AssertRefusedWhileOperatorsRun creates, one at a time, a Deployment of each name in the
+// namespace openshift-operators (created unless the stack's OLM has it), and checks that run fails with an error naming it while it
 // exists. The verbs that stand in for an uninstalled operator must refuse while one runs.
 func AssertRefusedWhileOperatorsRun(ctx context.Context, t testing.TB, c client.Client, names []string, run func() error, refusal string) {
 	t.Helper()
 	const ns = "openshift-operators"
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	for _, name := range names {
