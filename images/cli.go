@@ -47,8 +47,9 @@ func CLIConfig(version, revision string, platform v1.Platform) Config {
 }
 
 // CLI builds the csi-olm image: csi-olm and the pinned opm, both statically linked for one
-// platform, on an empty base, with csi-olm as /bin/sh too and the CI recipe's script, with a world-writable /tmp for the catalog images it unpacks. It
-// needs no CA bundle: csi-olm carries the public roots (golang.org/x/crypto/x509roots/fallback).
+// platform, on an empty base, with csi-olm as /bin/sh too, the CI recipe's script, and a
+// world-writable /tmp for the catalog images it unpacks. It needs no CA bundle: csi-olm carries
+// the public roots (golang.org/x/crypto/x509roots/fallback).
 func CLI(binary []byte, opm *OPM, version, revision string) (v1.Image, error) {
 	platform, err := StaticPlatform("csi-olm", binary)
 	if err != nil {

@@ -88,11 +88,15 @@ func TestCheckCatalogsScript(t *testing.T) {
 		extra string
 		want  int
 		says  []string
+		// portable runs the case under the system's /bin/sh too. Each run costs a few seconds of
+		// this race-built binary's start-ups, so one case, the one that uses every construct of
+		// the script, proves it portable.
+		portable bool
 	}{
 		{name: "the published tree passes", args: []string{"published/certified", "catalogs.txt", "published/certified"},
 			says: []string{"validate certified v4.10", "diff --breaking certified v4.11", "certified passed every check (v4.10 v4.11)"}},
 		{name: "a breaking change fails with its reasons", args: []string{"change/certified", "catalogs.txt", "published/certified"}, want: exitcode.Findings,
-			says: []string{"channel 4.10", "diff --breaking certified v4.11 (exit 1)", "cluster-upgrade certified (exit 1)"}},
+			says: []string{"channel 4.10", "diff --breaking certified v4.11 (exit 1)", "cluster-upgrade certified (exit 1)"}, portable: true},
 		{name: "only the changed minors are diffed", args: []string{"change/certified", "catalogs.txt"}, changed: "v4.10", want: exitcode.Findings,
 			says: []string{"certified failed:\n  cluster-upgrade certified (exit 1)\n"}},
 		{name: "a published minor removed", args: []string{"change/certified", "catalogs.txt", "published/certified"}, changed: "v4.9 v4.12", want: exitcode.Findings,
@@ -102,7 +106,7 @@ func TestCheckCatalogsScript(t *testing.T) {
 			says: []string{"cannot read absent.txt"}},
 		{name: "a missing argument", args: []string{"published/certified"}, want: exitcode.Failure,
 			says: []string{"usage: check-catalogs.sh TREE PUBLISHED [SINCE]"}},
-		{name: "a check that cannot run wins over findings", args: []string{"change/certified", "catalogs.txt", "absent"}, want: exitcode.Failure,
+		{name: "a check that cannot run wins over findings", args: []string{"change/certified", "catalogs.txt", "absent"}, changed: "v4.11", want: exitcode.Failure,
 			says: []string{"diff --breaking certified v4.11 (exit 1)", "cluster-upgrade certified (exit 2)"}},
 	} {
 		if err := os.WriteFile(catalogs, []byte(lines+tc.extra), 0o644); err != nil {
@@ -110,7 +114,11 @@ func TestCheckCatalogsScript(t *testing.T) {
 		}
 		// Under csi-olm's shell, as in the image, and under the system's /bin/sh (its #! line),
 		// which a pipeline running the script outside the image has.
-		for shell, argv := range map[string][]string{"csi-olm's sh": {filepath.Join(bin, "sh"), script}, "/bin/sh": {script}} {
+		shells := map[string][]string{"csi-olm's sh": {filepath.Join(bin, "sh"), script}}
+		if tc.portable {
+			shells["/bin/sh"] = []string{script}
+		}
+		for shell, argv := range shells {
 			t.Run(tc.name+" under "+shell, func(t *testing.T) {
 				cmd := exec.Command(argv[0], append(argv[1:], tc.args...)...)
 				cmd.Dir = work

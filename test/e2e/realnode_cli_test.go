@@ -47,9 +47,10 @@ func TestCLIImageOnRealNode(t *testing.T) {
 	}
 	ns := cliNamespace(t, s, "csi-olm-cli")
 	pods := 0
-	// run runs the image's container c in a pod of its own, with work mounted at the image's
-	// working directory, and returns its exit code and log.
-	run := func(t *testing.T, work string, hostNetwork bool, c corev1.Container) (int, string) {
+	// start runs the image's container c in a pod of its own, with work mounted at the image's
+	// working directory; the function it returns waits for the pod to end and returns the
+	// container's exit code and log. Pods run side by side: each mostly waits.
+	start := func(t *testing.T, work string, hostNetwork bool, c corev1.Container) func() (int, string) {
 		t.Helper()
 		pods++
 		c.Name = "csi-olm"
@@ -71,28 +72,31 @@ func TestCLIImageOnRealNode(t *testing.T) {
 		if err := s.Client.Create(ctx, pod); err != nil {
 			t.Fatal(err)
 		}
-		var got corev1.Pod
 		what := strings.Join(append(append([]string{}, c.Command...), c.Args...), " ")
-		if err := testutil.Eventually(ctx, what+" to end", func(ctx context.Context) error {
-			if err := s.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
-				return err
+		return func() (int, string) {
+			t.Helper()
+			var got corev1.Pod
+			if err := testutil.Eventually(ctx, what+" to end", func(ctx context.Context) error {
+				if err := s.Client.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+					return err
+				}
+				if got.Status.Phase != corev1.PodSucceeded && got.Status.Phase != corev1.PodFailed {
+					return fmt.Errorf("phase %s", got.Status.Phase)
+				}
+				return nil
+			}); err != nil {
+				t.Fatalf("%v\npod status: %+v", err, got.Status)
 			}
-			if got.Status.Phase != corev1.PodSucceeded && got.Status.Phase != corev1.PodFailed {
-				return fmt.Errorf("phase %s", got.Status.Phase)
+			log, err := kubernetes.NewForConfigOrDie(s.Config).CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+			if err != nil {
+				t.Fatal(err)
 			}
-			return nil
-		}); err != nil {
-			t.Fatalf("%v\npod status: %+v", err, got.Status)
+			code := -1
+			if cs := got.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
+				code = int(cs[0].State.Terminated.ExitCode)
+			}
+			return code, string(log)
 		}
-		log, err := kubernetes.NewForConfigOrDie(s.Config).CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		code := -1
-		if cs := got.Status.ContainerStatuses; len(cs) == 1 && cs[0].State.Terminated != nil {
-			code = int(cs[0].State.Terminated.ExitCode)
-		}
-		return code, string(log)
 	}
 
 	t.Run("verbs", func(t *testing.T) {
@@ -108,7 +112,7 @@ func TestCLIImageOnRealNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		readableByAll(t, work)
-		for _, tc := range []struct {
+		cases := []struct {
 			args []string
 			want int
 			says string
@@ -117,8 +121,13 @@ func TestCLIImageOnRealNode(t *testing.T) {
 			{[]string{"catalog", "diff", "--breaking", "v4.11", "v4.10"}, exitcode.Findings, "breaking"},
 			{[]string{"catalog", "simulate", "--all", "synthetic"}, exitcode.Findings, "ResolutionFailed"},
 			{[]string{"catalog", "validate", "absent"}, exitcode.Failure, "no such directory"},
-		} {
-			code, log := run(t, work, false, corev1.Container{Args: tc.args})
+		}
+		waits := make([]func() (int, string), len(cases))
+		for i, tc := range cases {
+			waits[i] = start(t, work, false, corev1.Container{Args: tc.args})
+		}
+		for i, tc := range cases {
+			code, log := waits[i]()
 			if code != tc.want || !strings.Contains(log, tc.says) {
 				t.Errorf("csi-olm %s in the image: exit %d, want %d, and a report saying %q:\n%s", strings.Join(tc.args, " "), code, tc.want, tc.says, log)
 			}
@@ -127,13 +136,14 @@ func TestCLIImageOnRealNode(t *testing.T) {
 
 	t.Run("the CI recipe's script", func(t *testing.T) {
 		// A catalog repository as its CI checks it out: the certified tree the release
-		// published, the same tree before the change (SINCE), and the release's catalogs.txt.
+		// published, the same tree before a change (SINCE), the tree after a breaking change,
+		// and the release's catalogs.txt.
 		// The release names its images on quay.io, which the stack's registry mirrors: the
 		// pipeline's catalogs.txt names the mirror, as a registry mirror's configuration would
 		// point it there, with the digests the release pushed.
 		work := filepath.Join(t.TempDir(), "work")
 		published := filepath.Join(p.dir, "catalog", "certified")
-		for _, dir := range []string{"certified", "before/certified"} {
+		for _, dir := range []string{"certified", "before/certified", "change/certified"} {
 			if err := os.CopyFS(filepath.Join(work, dir), os.DirFS(published)); err != nil {
 				t.Fatal(err)
 			}
@@ -149,21 +159,10 @@ func TestCLIImageOnRealNode(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(work, release.CatalogsFile), []byte(mirrored), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		readableByAll(t, work)
-		// The script runs as the recipe's Tekton Task runs it: its step, with the Task's
-		// parameters, executed so that its #!/bin/sh line runs the image's shell. The registry
-		// is on the host's loopback.
-		script := tektonStep(t, map[string]string{
-			"image": image, "tree": "certified", "published": release.CatalogsFile, "since": "before/certified", "registry-flags": "--use-http",
-		})
-		if code, log := run(t, work, true, script); code != exitcode.OK || !strings.Contains(log, "certified passed every check") {
-			t.Fatalf("check-catalogs.sh on the published tree: exit %d, want 0 and every check passed:\n%s", code, log)
-		}
-
 		// The change: the newest minor's catalog drops the channel of the minor before it, so a
 		// cluster subscribed to that channel is stranded when it upgrades, and a Subscription to
 		// it in the published catalog finds its channel gone.
-		certified, err := tree.Open(filepath.Join(work, "certified"))
+		certified, err := tree.Open(filepath.Join(work, "change", "certified"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +190,19 @@ func TestCLIImageOnRealNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		readableByAll(t, work)
-		code, log := run(t, work, true, script)
+		// The script runs as the recipe's Tekton Task runs it: its step, with the Task's
+		// parameters, executed so that its #!/bin/sh line runs the image's shell. The registry
+		// is on the host's loopback.
+		step := func(tree string) corev1.Container {
+			return tektonStep(t, map[string]string{
+				"image": image, "tree": tree, "published": release.CatalogsFile, "since": "before/certified", "registry-flags": "--use-http",
+			})
+		}
+		asPublished, changed := start(t, work, true, step("certified")), start(t, work, true, step("change/certified"))
+		if code, log := asPublished(); code != exitcode.OK || !strings.Contains(log, "certified passed every check") {
+			t.Errorf("check-catalogs.sh on the published tree: exit %d, want 0 and every check passed:\n%s", code, log)
+		}
+		code, log := changed()
 		t.Logf("check-catalogs.sh on the breaking change:\n%s", log)
 		for _, says := range []string{
 			"channel " + dropped, "diff --breaking certified " + newest + " (exit 1)", "cluster-upgrade certified (exit 1)",
