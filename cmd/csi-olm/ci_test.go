@@ -8,10 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/operator-framework/operator-registry/alpha/declcfg"
-
 	"github.com/csi-olm/csi-olm/docs/ci"
 	"github.com/csi-olm/csi-olm/internal/exitcode"
+	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
 
 // asMain makes the test binary run csi-olm's main: as csi-olm, and as the sh it is when run
@@ -62,21 +61,7 @@ func TestCheckCatalogsScript(t *testing.T) {
 	}
 	// The change drops v4.11's channel 4.10: a breaking change, and a stranded upgrade.
 	v411 := filepath.Join(work, "change/certified/v4.11")
-	cfg, err := declcfg.LoadFS(t.Context(), os.DirFS(v411))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept := cfg.Channels[:0]
-	for _, ch := range cfg.Channels {
-		if ch.Name != "4.10" {
-			kept = append(kept, ch)
-		}
-	}
-	cfg.Channels = kept
-	if err := os.RemoveAll(v411); err != nil {
-		t.Fatal(err)
-	}
-	if err := declcfg.WriteFS(*cfg, v411, declcfg.WriteJSON, ".json"); err != nil {
+	if err := synthcatalog.DropChannel(t.Context(), v411, "4.10"); err != nil {
 		t.Fatal(err)
 	}
 
