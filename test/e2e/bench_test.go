@@ -125,7 +125,7 @@ func BenchmarkRealNode(b *testing.B) {
 			} {
 				add(d, timings[name].Seconds())
 			}
-			d := deployDriver(ctx, b, s, pod)
+			d := deployDriver(ctx, b, s, pod, createClusterCSIDriver(ctx, b, s.Client))
 			add("cr-to-operands-applied-s", d.applied.Seconds())
 			add("cr-to-driver-pods-placed-s", d.placed.Seconds())
 			add("cr-to-driver-pods-running-s", d.running.Seconds())

@@ -12,6 +12,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/projection"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
@@ -136,14 +137,16 @@ func containsLine(text, line string) bool {
 // step the cluster moves to the next minor (ClusterVersion, and OLM restarted on the new release),
 // then the certified source is pointed at the new minor's catalog image. It checks that OLM holds
 // the cluster where `catalog cluster-upgrade` says the installed release blocks it, and takes the
-// operator exactly where the check of the published catalogs said it would.
-func upgradeClusterThroughMinors(ctx context.Context, t *testing.T, s *testbed.Stack, p *published, ns string, releases []definition.Release) {
+// operator exactly where the check of the published catalogs said it would. It returns the
+// operator's pod and installed CSV at the last minor (releases holds at least two).
+func upgradeClusterThroughMinors(ctx context.Context, t *testing.T, s *testbed.Stack, p *published, ns string, releases []definition.Release) (*corev1.Pod, string) {
 	t.Helper()
 	report, err := clusterupgrade.Check(ctx, filepath.Join(p.dir, "catalog", string(definition.Certified)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	installed := readCSV(t, p.csvFile(efsPackage, releases[0].Version)).Name
+	var pod *corev1.Pod
 	waitUpgradeable(ctx, t, s, ns, installed, minorOf(t, releases[0]))
 	for i, next := range releases[1:] {
 		from, to := minorOf(t, releases[i]), minorOf(t, next)
@@ -162,10 +165,12 @@ func upgradeClusterThroughMinors(ctx context.Context, t *testing.T, s *testbed.S
 			t.Fatalf("the check takes %s to %s on the cluster's upgrade to %s, not to that minor's release %s", releases[i].Version, want, to, installed)
 		}
 		shipped := csvDeployment(t, p.csvFile(efsPackage, next.Version))
-		assertRunsAsShipped(t, operatorPod(ctx, t, s.Client, ns, shipped), shipped)
+		pod = operatorPod(ctx, t, s.Client, ns, shipped)
+		assertRunsAsShipped(t, pod, shipped)
 		t.Logf("cluster %s -> %s, catalog swapped: %s Succeeded, as the check said, in %s", from, to, want, time.Since(begin).Round(100*time.Millisecond))
 		waitUpgradeable(ctx, t, s, ns, installed, to)
 	}
+	return pod, installed
 }
 
 // predicted is where `catalog cluster-upgrade` says OLM takes csv, subscribed to channel, when

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -21,6 +23,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/csistandin"
+	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -79,6 +82,36 @@ func driverPods(ctx context.Context, c client.Client, ns string) ([]corev1.Pod, 
 	return slices.DeleteFunc(pods.Items, func(p corev1.Pod) bool {
 		return !strings.HasPrefix(p.Name, efs.ControllerDeployment+"-") && !strings.HasPrefix(p.Name, efs.NodeDaemonSet+"-")
 	}), nil
+}
+
+// waitDriverRolledOut waits until the driver's Deployment and DaemonSet in ns run the driver
+// image of the shipped CSV, rolled out with no pod of an earlier template left: an upgraded
+// operator rolls its release's images out after its own pod is Ready.
+func waitDriverRolledOut(ctx context.Context, tb testing.TB, s *testbed.Stack, ns string, shipped operatorsv1alpha1.StrategyDeploymentSpec) {
+	tb.Helper()
+	image := envOf(shipped.Spec.Template.Spec.Containers[0], efs.DriverImageEnv)
+	for _, obj := range []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}},
+	} {
+		available := fixture.Available(s.Client, obj)
+		must(tb, testutil.Eventually(ctx, fmt.Sprintf("%T %s rolled out with %s", obj, obj.GetName(), image), func(ctx context.Context) error {
+			if err := available(ctx); err != nil {
+				return err
+			}
+			var template corev1.PodTemplateSpec
+			switch o := obj.(type) {
+			case *appsv1.Deployment:
+				template = o.Spec.Template
+			case *appsv1.DaemonSet:
+				template = o.Spec.Template
+			}
+			if !slices.ContainsFunc(template.Spec.Containers, func(c corev1.Container) bool { return c.Image == image }) {
+				return fmt.Errorf("no container runs %s", image)
+			}
+			return nil
+		}))
+	}
 }
 
 // podProblem says why a pod is not Running and Ready with every container up, "" when it is.

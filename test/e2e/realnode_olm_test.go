@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -97,27 +98,54 @@ func pushOperatorAndCatalog(t testing.TB, s *testbed.Stack, operatorRef string, 
 	return catalogRef
 }
 
-// TestOperatorHubInstallOnRealNode installs the EFS operator as an admin does from OperatorHub,
-// from the certified catalog image a release published, with nothing simulated: OLM runs the
-// catalog image as a registry pod, unpacks the bundle image it names by digest with a
-// bundle-unpack Job, resolves the
-// Subscription, and runs the operator's pod from its image, with the CSV's args, env,
-// ServiceAccount and RBAC and in-cluster configuration. The operator must become Ready, stay up
-// for a minute without a restart or a refusal, and deploy the driver onto the node for a
-// ClusterCSIDriver, whose pods run with every container Ready and register the driver with the
-// node's kubelet; then an app team's SharedVolume reaches the driver through the kubelet.
-func TestOperatorHubInstallOnRealNode(t *testing.T) {
-	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	pod, shipped, timings := installFromOperatorHub(ctx, t, s, publishedCatalog)
-	for _, name := range slices.Sorted(maps.Keys(timings)) {
-		t.Logf("%s: %s", name, timings[name].Round(100*time.Millisecond))
+// TestAdminQuickStartOnRealNode runs README.md's admin quick start as written, block by block:
+// the install an admin makes from OperatorHub, with nothing simulated. OLM runs the catalog
+// image of the cluster's minor, as a release published it, as a registry pod, unpacks the bundle
+// image it names by digest with a bundle-unpack Job, resolves the Subscription, and runs the
+// operator's pod from its image with the CSV's args, env, ServiceAccount, RBAC and in-cluster
+// configuration, in the namespace and with the monitoring label OperatorHub's page gives the
+// shipped CSV. The operator must become Ready, stay up for a minute without a restart or a
+// refusal, and deploy the driver onto the node for the README's ClusterCSIDriver, whose pods run
+// with every container Ready; the cluster's Prometheus sees the not-enabled alert go. Then the
+// README's StorageClass and an app team's SharedVolume, a second app team's SharedVolume that a
+// pod mounts through the kubelet and that holds back the driver's removal, and the README's
+// uninstall. The community source switch runs in TestSourceSwitchOnRealNode, which has a
+// community install to switch.
+func TestAdminQuickStartOnRealNode(t *testing.T) {
+	blocks := quickStartBlocks(t, adminQuickStart)
+	flow := []string{installSection, driverSection, classSection, sharedSection, uninstallSection}
+	for section := range blocks {
+		if !slices.Contains(flow, section) && section != switchSection {
+			t.Errorf("README.md's admin quick start section %q has blocks that no test runs", section)
+		}
 	}
+	s := startRealNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	c := s.Client
+	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it. The
+	// driver's controller pod mounts what the service CA and cloud-credential operators write.
+	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true, Version: clusterRelease(clusterMinor)}); err != nil {
+		t.Fatal(err)
+	}
+	p := publish(t, s)
+	minor, err := kube.ClusterMinor(ctx, s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := p.csvFile(efsPackage, efsReleaseFor(t, minor).Version)
+	shipped := csvDeployment(t, file)
+	admin := newAdminShell(t, s)
+
+	begin := time.Now()
+	admin.runSection(ctx, t, blocks, installSection)
+	pod := operatorPod(ctx, t, c, quickStartNS, shipped)
+	t.Logf("the README's install -> operator pod Ready: %s", time.Since(begin).Round(100*time.Millisecond))
 	assertRunsAsShipped(t, pod, shipped)
+	readmeInstallsAsOperatorHub(ctx, t, c, readCSV(t, file))
 	// OLM created the bundle's NetworkPolicy beside the operator, and it selects the running pod.
 	var policy networkingv1.NetworkPolicy
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: efs.OperatorName}, &policy); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: efs.OperatorName}, &policy); err != nil {
 		t.Errorf("the bundle's NetworkPolicy: %v", err)
 	} else if selector, err := metav1.LabelSelectorAsSelector(&policy.Spec.PodSelector); err != nil || !selector.Matches(labels.Set(pod.Labels)) {
 		t.Errorf("the bundle's NetworkPolicy selects %v, not the operator's pod %v (%v)", policy.Spec.PodSelector, pod.Labels, err)
@@ -131,18 +159,79 @@ func TestOperatorHubInstallOnRealNode(t *testing.T) {
 		t.Errorf("without the ClusterCSIDriver, %s's expression gives %d series, want 1", notEnabledAlert, n)
 	}
 	operatorStaysUp(ctx, t, s, pod, readySince, 0)
-	d := deployDriver(ctx, t, s, pod)
-	t.Logf("ClusterCSIDriver -> every operand applied: %s, driver pods placed on the node: %s, Running and Ready: %s",
+	d := deployDriver(ctx, t, s, pod, func() { admin.runSection(ctx, t, blocks, driverSection) })
+	t.Logf("the README's ClusterCSIDriver -> every operand applied: %s, driver pods placed on the node: %s, Running and Ready: %s",
 		d.applied.Round(10*time.Millisecond), d.placed.Round(100*time.Millisecond), d.running.Round(100*time.Millisecond))
 	if n := notEnabledSeries(ctx, t, s, pod.Namespace, scrapeOperator(ctx, t, s, pod.Namespace)); n != 0 {
 		t.Errorf("with the ClusterCSIDriver, %s's expression gives %d series, want 0", notEnabledAlert, n)
 	}
 	volumeMetricsReachTheNodePlugin(ctx, t, s, pod.Namespace)
+
+	admin.runSection(ctx, t, blocks, classSection)
+	var class storagev1.StorageClass
+	if err := c.Get(ctx, client.ObjectKey{Name: "efs-sc"}, &class); err != nil || class.Provisioner != efs.DriverName {
+		t.Errorf("the README's StorageClass provisions with %q (%v), want %s", class.Provisioner, err, efs.DriverName)
+	}
+
+	admin.runSection(ctx, t, blocks, sharedSection)
+	var sv sharedvolumev1alpha1.SharedVolume
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: quickStartAppNS, Name: quickStartVolume}, &sv))
+	var claim corev1.PersistentVolumeClaim
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: quickStartAppNS, Name: "pvc-" + quickStartVolume}, &claim))
+	if claim.Status.Phase != corev1.ClaimBound {
+		t.Errorf("the SharedVolume's claim is %s, want Bound", claim.Status.Phase)
+	}
 	ready := appTeamMountsASharedVolume(ctx, t, s)
 	t.Logf("SharedVolume created -> Ready: %s", ready.Round(100*time.Millisecond))
 	removalWaitsForTheApp(ctx, t, s, pod)
 	operatorStaysUp(ctx, t, s, pod, readySince, time.Minute)
-	uninstall(ctx, t, s, pod)
+
+	admin.runSection(ctx, t, blocks, uninstallSection)
+	for _, gone := range []struct {
+		obj client.Object
+		key client.ObjectKey
+	}{
+		{&operatorv1.ClusterCSIDriver{}, client.ObjectKey{Name: efs.CRName}},
+		{&appsv1.DaemonSet{}, client.ObjectKey{Namespace: quickStartNS, Name: efs.NodeDaemonSet}},
+		{&operatorsv1alpha1.Subscription{}, client.ObjectKey{Namespace: quickStartNS, Name: efsPackage}},
+		{&corev1.Pod{}, client.ObjectKeyFromObject(pod)},
+	} {
+		must(t, testutil.Eventually(ctx, fmt.Sprintf("%T %s gone after the README's uninstall", gone.obj, gone.key), func(ctx context.Context) error {
+			if err := c.Get(ctx, gone.key, gone.obj); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		}))
+	}
+	// The volumes stay, and no SharedVolume waits any more for an operator that is gone.
+	must(t, c.Get(ctx, client.ObjectKey{Name: claim.Spec.VolumeName}, &corev1.PersistentVolume{}))
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(&claim), &claim))
+	var svs sharedvolumev1alpha1.SharedVolumeList
+	must(t, c.List(ctx, &svs))
+	if len(svs.Items) != 2 {
+		t.Errorf("after the README's uninstall %d SharedVolumes, want the 2 the app teams made", len(svs.Items))
+	}
+	for _, sv := range svs.Items {
+		if len(sv.Finalizers) != 0 {
+			t.Errorf("after the README's uninstall SharedVolume %s/%s keeps finalizers %v", sv.Namespace, sv.Name, sv.Finalizers)
+		}
+	}
+}
+
+// readmeInstallsAsOperatorHub fails the test unless the README's install put the operator where
+// OperatorHub's install page puts the shipped CSV: its suggested namespace, labelled for cluster
+// monitoring when the CSV asks for it (the page's checkbox is on by default then; the cluster's
+// Prometheus reads ServiceMonitors only from such namespaces).
+func readmeInstallsAsOperatorHub(ctx context.Context, t *testing.T, c client.Client, csv *operatorsv1alpha1.ClusterServiceVersion) {
+	t.Helper()
+	if want := csv.Annotations["operatorframework.io/suggested-namespace"]; want != quickStartNS {
+		t.Errorf("the README installs into %s, CSV %s suggests %q", quickStartNS, csv.Name, want)
+	}
+	var namespace corev1.Namespace
+	must(t, c.Get(ctx, client.ObjectKey{Name: quickStartNS}, &namespace))
+	if want, got := csv.Annotations[clusterMonitoringAnnotation] == "true", namespace.Labels[clusterMonitoringLabel] == "true"; want != got {
+		t.Errorf("the README's namespace %s has %s=true: %v; CSV %s asks for cluster monitoring: %v", quickStartNS, clusterMonitoringLabel, got, csv.Name, want)
+	}
 }
 
 // operatorStaysUp fails the test unless the operator's pod, Ready since readySince, has run for
@@ -271,10 +360,10 @@ func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, 
 	waitDriverRunning(ctx, t, s, driverNS)
 }
 
-// uninstall removes the operator as an admin does, deleting its Subscription and CSV, and
-// checks that the driver it deployed stays exactly as it was (the same objects and pods), and
-// that the release verbs, which stand in for the gone operator, then work.
-func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod) {
+// uninstallOnlyTheOperator removes the operator as an admin does, deleting its Subscription and
+// its installed CSV, and checks that the driver it deployed stays exactly as it was (the same
+// objects and pods), and that the release verbs, which stand in for the gone operator, then work.
+func uninstallOnlyTheOperator(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod, installedCSV string) {
 	t.Helper()
 	c, ns := s.Client, operator.Namespace
 	podUIDs := func() map[string]types.UID {
@@ -305,7 +394,7 @@ func uninstall(ctx context.Context, t *testing.T, s *testbed.Stack, operator *co
 
 	for _, o := range []client.Object{
 		&operatorsv1alpha1.Subscription{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efsPackage}},
-		&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: certifiedHeadCSV}},
+		&operatorsv1alpha1.ClusterServiceVersion{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: installedCSV}},
 	} {
 		if err := c.Delete(ctx, o); err != nil {
 			t.Fatal(err)
@@ -460,20 +549,16 @@ type driverTimings struct {
 	placed, running time.Duration
 }
 
-// deployDriver creates the ClusterCSIDriver and waits until the operator in pod operator has
-// applied every operand, the driver's pods are placed on the node, and they run there.
-func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator *corev1.Pod) driverTimings {
+// deployDriver creates the ClusterCSIDriver with create and waits until the operator in pod
+// operator has applied every operand, the driver's pods are placed on the node, and they run
+// there.
+func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator *corev1.Pod, create func()) driverTimings {
 	tb.Helper()
 	c := s.Client
 	driverNS := operator.Namespace
 	operands := shippedOperands(tb, driverNS)
 	begin := time.Now()
-	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
-		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
-	}); err != nil {
-		tb.Fatal(err)
-	}
+	create()
 	var t driverTimings
 	// Each operand is looked up until it is found, then no more: the check loads the cluster
 	// less and less as the operator applies them.
@@ -515,6 +600,20 @@ func deployDriver(ctx context.Context, tb testing.TB, s *testbed.Stack, operator
 	t.placed = time.Since(begin)
 	t.running = waitDriverRunning(ctx, tb, s, driverNS).Sub(begin)
 	return t
+}
+
+// createClusterCSIDriver is the step of deployDriver that creates the ClusterCSIDriver, Managed,
+// through the API.
+func createClusterCSIDriver(ctx context.Context, tb testing.TB, c client.Client) func() {
+	return func() {
+		tb.Helper()
+		if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
+			ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
+			Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
+		}); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
 
 // shippedOperands are the objects of the driver as the operator ships them (its embedded

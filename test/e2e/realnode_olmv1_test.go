@@ -190,7 +190,7 @@ func TestOLMv1OnRealNode(t *testing.T) {
 	from := openshift.Minor{Major: 4, Minor: 10}
 	pod := installWithOLMv1(ctx, t, s, p, from, "4.10.0", timings)
 	assertRunsAsShipped(t, pod, csvDeployment(t, p.csvFile(efsPackage, "4.10.0")))
-	d := deployDriver(ctx, t, s, pod)
+	d := deployDriver(ctx, t, s, pod, createClusterCSIDriver(ctx, t, s.Client))
 	t.Logf("ClusterCSIDriver -> driver pods Running and Ready: %s", d.running.Round(100*time.Millisecond))
 
 	begin := time.Now()

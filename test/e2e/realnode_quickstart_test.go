@@ -4,32 +4,20 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
-	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/internal/names/efs"
-	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
 // The admin quick start of README.md and its sections, by heading. Every section with a block
-// runs in one of the two flows below; a section added to the README without one fails the test.
+// runs in TestAdminQuickStartOnRealNode or TestSourceSwitchOnRealNode; a section added to the
+// README without one fails the test.
 const (
 	adminQuickStart  = "Quick start: cluster admin"
 	installSection   = "Install the operator (OLM v0)"
@@ -143,85 +131,5 @@ func (a *adminShell) runSection(ctx context.Context, t *testing.T, blocks map[st
 	}
 	for _, b := range blocks[section] {
 		a.run(ctx, t, b)
-	}
-}
-
-// TestAdminQuickStartOnRealNode runs README.md's admin quick start as written, block by block,
-// on a cluster of its own: the catalog of the cluster's minor as a release published it, the
-// operator from OLM, the driver on the node, a StorageClass, an app team's SharedVolume, and the
-// uninstall. Between the sections it checks that the cluster is where the README says it is.
-// The community source switch runs in TestSourceSwitchOnRealNode, which has a community install
-// to switch.
-func TestAdminQuickStartOnRealNode(t *testing.T) {
-	blocks := quickStartBlocks(t, adminQuickStart)
-	flow := []string{installSection, driverSection, classSection, sharedSection, uninstallSection}
-	for section := range blocks {
-		if !slices.Contains(flow, section) && section != switchSection {
-			t.Errorf("README.md's admin quick start section %q has blocks that no test runs", section)
-		}
-	}
-	stopRealNode() // a cluster of its own: the README names objects other flows make too
-	t.Cleanup(stopRealNode)
-	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	c := s.Client
-	if err := s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true, Version: clusterRelease(clusterMinor)}); err != nil {
-		t.Fatal(err)
-	}
-	p := publish(t, s)
-	minor, err := kube.ClusterMinor(ctx, s.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shipped := csvDeployment(t, p.csvFile(efsPackage, efsReleaseFor(t, minor).Version))
-	admin := newAdminShell(t, s)
-
-	admin.runSection(ctx, t, blocks, installSection)
-	pod := operatorPod(ctx, t, c, quickStartNS, shipped)
-	assertRunsAsShipped(t, pod, shipped)
-
-	admin.runSection(ctx, t, blocks, driverSection)
-	waitDriverRunning(ctx, t, s, quickStartNS)
-
-	admin.runSection(ctx, t, blocks, classSection)
-	var class storagev1.StorageClass
-	if err := c.Get(ctx, client.ObjectKey{Name: "efs-sc"}, &class); err != nil || class.Provisioner != efs.DriverName {
-		t.Errorf("the README's StorageClass provisions with %q (%v), want %s", class.Provisioner, err, efs.DriverName)
-	}
-
-	admin.runSection(ctx, t, blocks, sharedSection)
-	var sv sharedvolumev1alpha1.SharedVolume
-	must(t, c.Get(ctx, client.ObjectKey{Namespace: quickStartAppNS, Name: quickStartVolume}, &sv))
-	var claim corev1.PersistentVolumeClaim
-	must(t, c.Get(ctx, client.ObjectKey{Namespace: quickStartAppNS, Name: "pvc-" + quickStartVolume}, &claim))
-	if claim.Status.Phase != corev1.ClaimBound {
-		t.Errorf("the SharedVolume's claim is %s, want Bound", claim.Status.Phase)
-	}
-	volume := claim.Spec.VolumeName
-
-	admin.runSection(ctx, t, blocks, uninstallSection)
-	for _, gone := range []struct {
-		obj client.Object
-		key client.ObjectKey
-	}{
-		{&operatorv1.ClusterCSIDriver{}, client.ObjectKey{Name: efs.CRName}},
-		{&appsv1.DaemonSet{}, client.ObjectKey{Namespace: quickStartNS, Name: efs.NodeDaemonSet}},
-		{&operatorsv1alpha1.Subscription{}, client.ObjectKey{Namespace: quickStartNS, Name: efsPackage}},
-		{&corev1.Pod{}, client.ObjectKeyFromObject(pod)},
-	} {
-		must(t, testutil.Eventually(ctx, fmt.Sprintf("%T %s gone after the README's uninstall", gone.obj, gone.key), func(ctx context.Context) error {
-			if err := c.Get(ctx, gone.key, gone.obj); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
-			}
-			return nil
-		}))
-	}
-	// The volumes stay, and the SharedVolume no longer waits for an operator that is gone.
-	must(t, c.Get(ctx, client.ObjectKey{Name: volume}, &corev1.PersistentVolume{}))
-	must(t, c.Get(ctx, client.ObjectKeyFromObject(&claim), &claim))
-	must(t, c.Get(ctx, client.ObjectKeyFromObject(&sv), &sv))
-	if len(sv.Finalizers) != 0 {
-		t.Errorf("after the README's uninstall the SharedVolume keeps finalizers %v", sv.Finalizers)
 	}
 }

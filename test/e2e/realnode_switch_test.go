@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	operatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -61,7 +60,9 @@ func communityOperator(t testing.TB) corev1.Container {
 // minor's release of the supported operator, whose pod runs from its image as the CSV ships it,
 // and which adopts the running driver in place for the ClusterCSIDriver. The cluster then
 // upgrades to the next minor, with OLM judging the installed release before and after and
-// taking it where `catalog cluster-upgrade` says (upgradeClusterThroughMinors).
+// taking it where `catalog cluster-upgrade` says (upgradeClusterThroughMinors). Last, the admin
+// uninstalls only the operator, as README.md's uninstall says one may: the adopted driver stays
+// exactly as it was, and the release verbs stand in for the gone operator.
 func TestSourceSwitchOnRealNode(t *testing.T) {
 	stopRealNode() // a new cluster: a Subscription of another flow would stand in the way
 	s := startRealNode(t)
@@ -145,7 +146,11 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	}
 	// One cluster upgrade: each further one proves the same on the same code, and costs the
 	// real-node lane, the longest of .ci/run, half a minute. The check follows them all.
-	upgradeClusterThroughMinors(ctx, t, s, p, ns, releases[:2])
+	pod, installed := upgradeClusterThroughMinors(ctx, t, s, p, ns, releases[:2])
+	// The admin then uninstalls only the operator: the driver it adopted, rolled out to its
+	// release, keeps serving.
+	waitDriverRolledOut(ctx, t, s, ns, csvDeployment(t, p.csvFile(efsPackage, releases[1].Version)))
+	uninstallOnlyTheOperator(ctx, t, s, pod, installed)
 }
 
 // envOf is the value of a container's environment variable, "" when it has none.
@@ -165,12 +170,7 @@ func adoptOnClusterCSIDriver(ctx context.Context, t *testing.T, s *testbed.Stack
 	t.Helper()
 	c, uid := s.Client, ds.UID
 	begin := time.Now()
-	if err := c.Create(ctx, &operatorv1.ClusterCSIDriver{
-		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
-		Spec:       operatorv1.ClusterCSIDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	createClusterCSIDriver(ctx, t, c)()
 	driverImage := envOf(shipped.Spec.Template.Spec.Containers[0], efs.DriverImageEnv)
 	if err := testutil.Eventually(ctx, "the running DaemonSet adopted", func(ctx context.Context) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ds), ds); err != nil {
