@@ -124,7 +124,26 @@ func (s *Stack) forwardRegistryToPods() error {
 // from the stack's registry at the node's address, over plain HTTP.
 func (s *Stack) registriesConf() string {
 	_, port, _ := net.SplitHostPort(s.Registry)
-	mirror := net.JoinHostPort(nodeIP, port)
+	return mirrorsConf(net.JoinHostPort(nodeIP, port))
+}
+
+// HostRegistriesConf writes, once, the registries.conf a program on this host reads to pull
+// every upstream registry's images from the stack's registry, as a disconnected cluster's admin
+// mirrors them (CONTAINERS_REGISTRIES_CONF, or csi-olm's load.Registry), and returns its path.
+func (s *Stack) HostRegistriesConf() (string, error) {
+	path := filepath.Join(s.Dir, "registries.conf")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	if err := os.WriteFile(path, []byte(mirrorsConf(s.Registry)), 0o644); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// mirrorsConf is a registries.conf that reads every upstream registry, and unnamed ones, from
+// the registry at mirror, over plain HTTP.
+func mirrorsConf(mirror string) string {
 	var b strings.Builder
 	b.WriteString("unqualified-search-registries = []\n")
 	for _, u := range Upstreams {

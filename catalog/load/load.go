@@ -17,13 +17,19 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/operator-framework/operator-registry/pkg/containertools"
+	"github.com/operator-framework/operator-registry/pkg/lib/bundle"
+	"go.podman.io/image/v5/docker/reference"
+	"go.podman.io/image/v5/pkg/sysregistriesv2"
+	"go.podman.io/image/v5/types"
 
 	"github.com/csi-olm/csi-olm/catalog/tree"
 )
@@ -50,6 +56,10 @@ type Registry struct {
 	SkipTLSVerify bool
 	// CAFile is a PEM file of certificate authorities trusted beside the system's (--ca-file).
 	CAFile string
+	// RegistriesConf is containers' registries.conf whose mirrors pulls try first; empty is the
+	// file podman reads ($CONTAINERS_REGISTRIES_CONF, else /etc/containers/registries.conf and
+	// registries.conf.d), and none at all when there is none.
+	RegistriesConf string
 	// Progress, when set, hears of each pull.
 	Progress io.Writer
 }
@@ -108,31 +118,14 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, err
 		}
 		return &Catalog{Name: tree.NameOf(arg), Arg: arg, FS: os.DirFS(arg), Close: func() {}}, nil
 	}
-	// Only a reference that names its registry is pulled: a mistyped directory must not become a
-	// pull from Docker Hub, nor a relative one (../catalog) a lookup of the host "..".
-	reg, _ := ctx.Value(registryKey{}).(Registry)
-	nameOpts, pullOpts, err := reg.options()
+	img, err := pull(ctx, arg, "catalog", opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("catalog %s: no such directory, and %w", arg, err)
 	}
-	host, _, _ := strings.Cut(arg, "/")
-	ref, err := name.ParseReference(arg, nameOpts...)
-	if err != nil || !strings.Contains(arg, "/") || strings.HasPrefix(host, ".") || !(strings.ContainsAny(host, ".:") || host == "localhost") {
-		return nil, fmt.Errorf("catalog %s: no such directory, and not an image reference with a registry host (registry.example/catalog:tag)", arg)
-	}
-	opts = append(append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, pullOpts...), opts...)
-	if reg.Progress != nil {
-		fmt.Fprintf(reg.Progress, "pulling catalog image %s\n", arg)
-	}
-	img, err := remote.Image(ref, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("catalog %s: no such directory, and pulling it as an image failed: %w", arg, err)
-	}
-	cfg, err := img.ConfigFile()
+	configs, err := labelled(img, containertools.ConfigsLocationLabel)
 	if err != nil {
 		return nil, fmt.Errorf("catalog image %s: %w", arg, err)
 	}
-	configs := cfg.Config.Labels[containertools.ConfigsLocationLabel]
 	if configs == "" {
 		return nil, fmt.Errorf("catalog image %s has no %s label: it is not a file-based catalog image", arg, containertools.ConfigsLocationLabel)
 	}
@@ -140,9 +133,21 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, err
 	if err != nil {
 		return nil, err
 	}
-	flat := mutate.Extract(img)
-	defer flat.Close()
-	n, err := unpack(tar.NewReader(flat), strings.Trim(path.Clean(configs), "/"), dir)
+	n, err := unpack(img, configs, func(rel string, r io.Reader) error {
+		target := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return err
+		}
+		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(f, r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 	if err == nil && n == 0 {
 		err = fmt.Errorf("it has no files under %s", configs)
 	}
@@ -153,9 +158,146 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, err
 	return &Catalog{Name: tree.NameOf(arg), Arg: arg, FS: os.DirFS(dir), Close: func() { os.RemoveAll(dir) }}, nil
 }
 
-// unpack writes the regular files under prefix of a flattened image into dir. Links and other
-// special files are left out: a catalog is plain files, and a link could point out of dir.
-func unpack(tr *tar.Reader, prefix, dir string) (int, error) {
+// BundleManifests reads a bundle image as OLM's bundle-unpack Job does: the files of the
+// directory its manifests label names, by name, pulled with ctx's Registry options
+// (WithRegistry).
+func BundleManifests(ctx context.Context, ref string) (map[string][]byte, error) {
+	img, err := pull(ctx, ref, "bundle")
+	if err != nil {
+		return nil, fmt.Errorf("bundle image %s: %w", ref, err)
+	}
+	manifests, err := labelled(img, bundle.ManifestsLabel)
+	if err != nil {
+		return nil, fmt.Errorf("bundle image %s: %w", ref, err)
+	}
+	if manifests == "" {
+		return nil, fmt.Errorf("bundle image %s has no %s label: it is not a bundle image", ref, bundle.ManifestsLabel)
+	}
+	files := map[string][]byte{}
+	n, err := unpack(img, manifests, func(rel string, r io.Reader) error {
+		raw, err := io.ReadAll(r)
+		files[rel] = raw
+		return err
+	})
+	if err == nil && n == 0 {
+		err = fmt.Errorf("it has no files under %s", manifests)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bundle image %s: %w", ref, err)
+	}
+	return files, nil
+}
+
+// pull fetches the image ref names, a catalog or a bundle (kind), with ctx's Registry options,
+// from the first of its pull sources that serves it. Only a reference that names its registry is
+// pulled: a mistyped directory must not become a pull from Docker Hub, nor a relative one
+// (../catalog) a lookup of the host "..".
+func pull(ctx context.Context, ref, kind string, opts ...remote.Option) (v1.Image, error) {
+	reg, _ := ctx.Value(registryKey{}).(Registry)
+	nameOpts, pullOpts, err := reg.options()
+	if err != nil {
+		return nil, err
+	}
+	host, _, _ := strings.Cut(ref, "/")
+	if _, err := name.ParseReference(ref, nameOpts...); err != nil || !strings.Contains(ref, "/") || strings.HasPrefix(host, ".") || !(strings.ContainsAny(host, ".:") || host == "localhost") {
+		return nil, fmt.Errorf("not an image reference with a registry host (registry.example/%s:tag)", kind)
+	}
+	sources, err := reg.sources(ref)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, pullOpts...), opts...)
+	var failed []string
+	for _, src := range sources {
+		parsed, err := name.ParseReference(src.ref, append(slices.Clone(nameOpts), src.nameOpts...)...)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", src.ref, err))
+			continue
+		}
+		if reg.Progress != nil {
+			fmt.Fprintf(reg.Progress, "pulling %s image %s\n", kind, src.ref)
+		}
+		img, err := remote.Image(parsed, opts...)
+		if err == nil {
+			return img, nil
+		}
+		if len(sources) == 1 {
+			return nil, fmt.Errorf("pulling it as an image failed: %w", err)
+		}
+		failed = append(failed, fmt.Sprintf("%s: %v", src.ref, err))
+	}
+	return nil, fmt.Errorf("pulling it as an image failed from each of its sources (%s): %s", reg.confName(), strings.Join(failed, "; "))
+}
+
+// source is one place an image is pulled from.
+type source struct {
+	ref      string
+	nameOpts []name.Option
+}
+
+// sources are where ref is pulled from, in order, as podman, skopeo and opm pull it: the mirrors
+// that containers' registries.conf gives ref's repository, then where it sends the repository
+// itself (ref, unless the file relocates it). A disconnected cluster's admin keeps there the
+// mirrors the cluster's ImageDigestMirrorSets name.
+func (r Registry) sources(ref string) ([]source, error) {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: %w", ref, err)
+	}
+	conf, err := sysregistriesv2.FindRegistry(&types.SystemContext{SystemRegistriesConfPath: r.RegistriesConf}, named.String())
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", r.confName(), err)
+	}
+	if conf == nil {
+		return []source{{ref: ref}}, nil
+	}
+	if conf.Blocked {
+		return nil, fmt.Errorf("%s blocks the registry of %s", r.confName(), ref)
+	}
+	pulls, err := conf.PullSourcesFromReference(named)
+	if err != nil {
+		return nil, fmt.Errorf("image %s: the sources %s gives it: %w", ref, r.confName(), err)
+	}
+	sources := make([]source, 0, len(pulls))
+	for _, p := range pulls {
+		src := source{ref: p.Reference.String()}
+		if p.Endpoint.Insecure {
+			src.nameOpts = []name.Option{name.Insecure}
+		}
+		sources = append(sources, src)
+	}
+	return sources, nil
+}
+
+// confName names the registries.conf that mirrors are read from, for messages.
+func (r Registry) confName() string {
+	if r.RegistriesConf != "" {
+		return r.RegistriesConf
+	}
+	return "registries.conf ($CONTAINERS_REGISTRIES_CONF, /etc/containers/registries.conf)"
+}
+
+// labelled is the directory an image's label names, without its slashes; "" when it has no such
+// label.
+func labelled(img v1.Image, label string) (string, error) {
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return "", err
+	}
+	dir := cfg.Config.Labels[label]
+	if dir == "" {
+		return "", nil
+	}
+	return strings.Trim(path.Clean(dir), "/"), nil
+}
+
+// unpack hands each regular file under dir of an image's flattened layers to file, by its path
+// under dir. Links and other special files are left out: a catalog or a bundle is plain files, and
+// a link could point out of dir.
+func unpack(img v1.Image, dir string, file func(rel string, r io.Reader) error) (int, error) {
+	flat := mutate.Extract(img)
+	defer flat.Close()
+	tr := tar.NewReader(flat)
 	n := 0
 	for {
 		h, err := tr.Next()
@@ -166,23 +308,11 @@ func unpack(tr *tar.Reader, prefix, dir string) (int, error) {
 			return n, fmt.Errorf("reading its layers: %w", err)
 		}
 		p := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-		rel, ok := strings.CutPrefix(p, prefix+"/")
+		rel, ok := strings.CutPrefix(p, dir+"/")
 		if !ok || h.Typeflag != tar.TypeReg || !fs.ValidPath(rel) {
 			continue
 		}
-		target := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return n, err
-		}
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-		if err != nil {
-			return n, err
-		}
-		_, err = io.Copy(f, tr)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := file(rel, tr); err != nil {
 			return n, fmt.Errorf("unpacking %s: %w", h.Name, err)
 		}
 		n++

@@ -67,8 +67,10 @@ type Plan struct {
 	OriginalSpec       operatorsv1alpha1.SubscriptionSpec `json:"originalSpec"`
 	DriverDaemonSetUID types.UID                          `json:"driverDaemonSetUID,omitempty"`
 	ReadySharedVolumes []string                           `json:"readySharedVolumes"`
-	Warnings           []string                           `json:"warnings,omitempty"`
-	Steps              []string                           `json:"steps"`
+	// SharedVolumes says that every SharedVolume is valid under the CRDs the upgrade brings.
+	SharedVolumes *SharedVolumeCheck `json:"sharedVolumes,omitempty"`
+	Warnings      []string           `json:"warnings,omitempty"`
+	Steps         []string           `json:"steps"`
 }
 
 // Run plans the migration, prints the plan and, unless it is a dry run, carries it out.
@@ -281,6 +283,9 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 		return nil, err
 	}
 	plan.To.Channel = plan.Upgrade.Channel
+	if plan.SharedVolumes, err = checkSharedVolumes(ctx, config, registry.Client(), registry.Name, plan.Upgrade); err != nil {
+		return nil, err
+	}
 
 	var ds appsv1.DaemonSet
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: sub.Namespace, Name: efs.NodeDaemonSet}, &ds); {
@@ -362,6 +367,10 @@ func (m *Migrate) print(plan *Plan) error {
 		fmt.Fprintf(w, "  driver:     DaemonSet %s/%s must keep running\n", plan.Namespace, efs.NodeDaemonSet)
 	}
 	fmt.Fprintf(w, "  volumes:    %d Ready SharedVolumes must stay Ready\n", len(plan.ReadySharedVolumes))
+	if c := plan.SharedVolumes; c != nil && len(c.Bundles) > 0 {
+		fmt.Fprintf(w, "  CRD check:  the %d SharedVolumes are valid under the SharedVolume CRD of %s, which OLM checks them against when it runs each InstallPlan (it would fail one on a SharedVolume the CRD refuses)\n",
+			c.Checked, strings.Join(c.Bundles, ", "))
+	}
 	fmt.Fprintln(w, "Steps:")
 	for i, s := range plan.Steps {
 		fmt.Fprintf(w, "  %d. %s\n", i+1, s)

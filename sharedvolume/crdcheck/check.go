@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 
 	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/kube"
@@ -86,9 +87,8 @@ func (c *Check) Run(ctx context.Context) error {
 	return found
 }
 
-// check reads every SharedVolume and validates it.
+// check reads every SharedVolume and validates it against the certified CRD.
 func (c *Check) check(ctx context.Context) (*Report, error) {
-	report := &Report{Invalid: []InvalidSharedVolume{}}
 	v, err := NewValidator(crd.SharedVolumes)
 	if err != nil {
 		return nil, fmt.Errorf("loading the certified SharedVolume CRD: %w", err)
@@ -97,6 +97,13 @@ func (c *Check) check(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Cluster(ctx, config, c.Namespace, v)
+}
+
+// Cluster reads every SharedVolume of namespace ("" for all) in the cluster of config and
+// validates each with v, as the API server serving v's CRD validates a write of it.
+func Cluster(ctx context.Context, config *rest.Config, namespace string, v *Validator) (*Report, error) {
+	report := &Report{Invalid: []InvalidSharedVolume{}}
 	disco, err := discovery.NewDiscoveryClientForConfig(config)
 	if err != nil {
 		return nil, err
@@ -111,7 +118,7 @@ func (c *Check) check(ctx context.Context) (*Report, error) {
 		return report, err
 	}
 	report.Served = true
-	items, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Group: group, Version: listVersion, Resource: plural}).Namespace(c.Namespace))
+	items, err := listAll(ctx, dyn.Resource(schema.GroupVersionResource{Group: group, Version: listVersion, Resource: plural}).Namespace(namespace))
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/openshift"
@@ -35,9 +36,15 @@ import (
 
 // migrateSubscription runs `csi-olm migrate subscription` towards the certified catalog.
 func migrateSubscription(ctx context.Context, s *testbed.Stack, dryRun bool, out *bytes.Buffer) error {
+	// Bundle images are read as an admin's workstation reads them: from the mirrors of its
+	// registries.conf.
+	conf, err := s.HostRegistriesConf()
+	if err != nil {
+		return err
+	}
 	return (&subscription.Migrate{
 		Options: options(s, dryRun, out), Source: certifiedSource, SourceNamespace: testbed.OLMNamespace,
-	}).Run(ctx)
+	}).Run(load.WithRegistry(ctx, load.Registry{RegistriesConf: conf}))
 }
 
 // migrateCSO runs `csi-olm migrate cso` for a driver.

@@ -79,7 +79,7 @@ func quickStartBlocks(t *testing.T, heading string) map[string][]readmeBlock {
 
 // adminShell runs README blocks as an admin does at a shell: oc on the PATH (kubectl, whose
 // commands the quick start keeps to), csi-olm as a release ships it, the stack's admin
-// kubeconfig.
+// kubeconfig and a registries.conf that mirrors the upstream registries.
 type adminShell struct {
 	env []string
 }
@@ -96,8 +96,15 @@ func newAdminShell(t *testing.T, s *testbed.Stack) *adminShell {
 			t.Fatal(err)
 		}
 	}
+	// The admin's workstation pulls images from the mirrors of its registries.conf, as podman
+	// does: the stack's registry stands in for quay.io and the others.
+	conf, err := s.HostRegistriesConf()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &adminShell{env: []string{
 		"PATH=" + bin + ":/usr/bin:/bin", "HOME=" + t.TempDir(), "KUBECONFIG=" + s.Kubeconfig, "LANG=C.UTF-8",
+		"CONTAINERS_REGISTRIES_CONF=" + conf,
 	}}
 }
 

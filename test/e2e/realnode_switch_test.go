@@ -55,8 +55,10 @@ func communityOperator(t testing.TB) corev1.Container {
 // TestSourceSwitchOnRealNode is the community user's upgrade on a real node, on a cluster at the
 // oldest minor the EFS operator has a release for: the community operator installed from that
 // minor's community catalog image (its pod runs a stand-in of the community image, which is not
-// built here) with the driver it deployed running on the node, then only the Subscription's
-// source switched to that minor's certified catalog image. OLM must replace the CSV with the
+// built here) with the driver it deployed running on the node. A SharedVolume the certified CRD
+// refuses first stops the verb's switch (invalidSharedVolumeStopsTheSwitch); fixed, it lets the
+// switch go on: only the Subscription's source switched to that minor's
+// certified catalog image, as README.md says. OLM must replace the CSV with the
 // minor's release of the supported operator, whose pod runs from its image as the CSV ships it,
 // and which adopts the running driver in place for the ClusterCSIDriver. The cluster then
 // upgrades to the next minor, with OLM judging the installed release before and after and
@@ -103,12 +105,18 @@ func TestSourceSwitchOnRealNode(t *testing.T) {
 	if !strings.Contains(plan.String(), label) {
 		t.Errorf("the plan does not tell the admin to run %q:\n%s", label, plan.String())
 	}
+	// The plan read the CRD of the bundle it lands on from its image, through the mirror.
+	if checked := "valid under the SharedVolume CRD of " + firstCSV; !strings.Contains(plan.String(), checked) {
+		t.Errorf("the plan does not say the SharedVolumes are %s:\n%s", checked, plan.String())
+	}
 	var namespace corev1.Namespace
 	must(t, c.Get(ctx, client.ObjectKey{Name: ns}, &namespace))
 	labelled := client.MergeFrom(namespace.DeepCopy())
 	metav1.SetMetaDataLabel(&namespace.ObjectMeta, clusterMonitoringLabel, "true")
 	must(t, c.Patch(ctx, &namespace, labelled))
 	actAsClusterPrometheus(ctx, t, s)
+
+	invalidSharedVolumeStopsTheSwitch(ctx, t, s, ns, firstCSV)
 
 	// The admin switches as README.md's quick start says, with csi-olm as a release ships it.
 	begin := time.Now()

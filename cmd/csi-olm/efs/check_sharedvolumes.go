@@ -20,7 +20,9 @@ stricter: spec is required, spec.fileSystemID and spec.accessPointID have at mos
 status.phase is one of Pending, Ready, Deleting or Failed, and spec is immutable (a CEL rule).
 OLM v1's CRD upgrade-safety preflight refuses that change; setting
 spec.install.preflight.crdUpgradeSafety.enforcement: None on the ClusterExtension for that one
-upgrade is safe only when every existing SharedVolume is valid under the certified CRD.
+upgrade is safe only when every existing SharedVolume is valid under the certified CRD. Under
+OLM v0, csi-olm migrate subscription runs the same check itself, against the CRD of each bundle
+it would install: OLM v0 fails the InstallPlan on a SharedVolume the new CRD refuses.
 
 This verb reads every SharedVolume and validates it as the API server serving the certified CRD
 validates a write of it: the OpenAPI schema (types, required fields, lengths, enums, patterns),
