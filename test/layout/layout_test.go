@@ -87,11 +87,12 @@ var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|[a-z]+crd
 // from bundles, bundle images too, a release publishes all three, the operator runs the
 // SharedVolume controller in its process, the test bed builds and pushes its real node's pause
 // image like any other image, and a Subscription's migration asks the target catalog where OLM
-// takes the installed operator with the catalog verbs' own walk.
+// takes the installed operator with the catalog verbs' own walk and checks the SharedVolumes
+// against the CRD it lands on with `efs check-sharedvolumes`' own validation.
 var domainImports = map[string][]string{
 	"catalog":  {"bundle"},
 	"images":   {"bundle"},
-	"migrate":  {"catalog"},
+	"migrate":  {"catalog", "sharedvolume"},
 	"release":  {"bundle", "catalog", "images"},
 	"operator": {"sharedvolume"},
 	"testbed":  {"images"},
