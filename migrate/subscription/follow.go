@@ -108,7 +108,7 @@ func installPlanBlocker(ip *operatorsv1alpha1.InstallPlan, head string) (string,
 	switch ip.Status.Phase {
 	case operatorsv1alpha1.InstallPlanPhaseFailed:
 		if ours {
-			return "", fmt.Errorf("InstallPlan %s, which installs %s, failed, and OLM does not retry a failed InstallPlan: %s", ref, head, installPlanWhy(ip))
+			return "", &installPlanFailed{fmt.Sprintf("InstallPlan %s, which installs %s, failed, and OLM does not retry a failed InstallPlan: %s", ref, head, installPlanWhy(ip))}
 		}
 	case operatorsv1alpha1.InstallPlanPhaseRequiresApproval:
 		return fmt.Sprintf("InstallPlan %s awaits manual approval: kubectl patch installplan -n %s %s --type=merge -p '{\"spec\":{\"approved\":true}}'", ref, ip.Namespace, ip.Name), nil
@@ -119,6 +119,13 @@ func installPlanBlocker(ip *operatorsv1alpha1.InstallPlan, head string) (string,
 	}
 	return "", nil
 }
+
+// installPlanFailed is a Failed InstallPlan of the upgrade. OLM has by then made the new CSV and
+// pointed the Subscription's status at it, so putting the source back alone would leave OLM stuck
+// on them; a rerun of the verb clears them instead (retryFailedInstallPlan).
+type installPlanFailed struct{ why string }
+
+func (e *installPlanFailed) Error() string { return e.why }
 
 // installPlanWhy is OLM's account of an InstallPlan's failure: its failed conditions, else its
 // message.

@@ -8,7 +8,11 @@ import (
 	"strings"
 
 	registryclient "github.com/operator-framework/operator-registry/pkg/client"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/catalog/load"
@@ -17,9 +21,10 @@ import (
 )
 
 // SharedVolumeCheck is what the plan found of the cluster's SharedVolumes under the SharedVolume
-// CRD of each bundle OLM installs on the way. OLM v0 validates every existing custom resource
-// against the schema of a CRD an InstallPlan replaces, and fails the whole InstallPlan on the
-// first one it refuses ("updated validation is too restrictive"), so the plan refuses first.
+// CRD of each bundle OLM installs on the way. OLM v0's InstallPlan step that replaces a CRD
+// refuses, and after a minute of retries fails the whole InstallPlan, when the new CRD drops a
+// version the cluster's CRD stores ("risk of data loss") or its schema refuses an existing
+// custom resource ("updated validation is too restrictive"), so the plan refuses first.
 type SharedVolumeCheck struct {
 	// Bundles are the CSVs on the upgrade's path whose bundles bring a SharedVolume CRD.
 	Bundles []string `json:"bundles"`
@@ -27,12 +32,25 @@ type SharedVolumeCheck struct {
 	Checked int `json:"checked"`
 }
 
-// checkSharedVolumes validates every SharedVolume of the cluster against the SharedVolume CRD
-// of each bundle on the upgrade's path, as `csi-olm efs check-sharedvolumes` does against the
-// certified CRD, and fails naming each SharedVolume a CRD refuses, with every problem and how to
-// fix it. Bundles that bring the same CRD are validated against once.
-func checkSharedVolumes(ctx context.Context, config *rest.Config, r registryclient.Interface, catalog string, up *Upgrade) (*SharedVolumeCheck, error) {
+// checkSharedVolumes walks the upgrade's path as OLM v0 applies it, each bundle's SharedVolume
+// CRD replacing the one before, starting from the cluster's, and fails on what OLM would fail
+// the InstallPlan on, naming every refused SharedVolume with every problem and how to fix it.
+//
+// Like OLM it validates only at versions both CRDs serve, and a CRD that converts by webhook
+// lets OLM through on a schema problem; unlike OLM it also runs the CRD's CEL rules, which OLM
+// skips but the API server applies to each later write of the object, the operator's status
+// updates included, so a SharedVolume they refuse would be stuck after the upgrade.
+func checkSharedVolumes(ctx context.Context, config *rest.Config, c client.Client, r registryclient.Interface, catalog string, up *Upgrade) (*SharedVolumeCheck, error) {
 	check := &SharedVolumeCheck{Bundles: []string{}}
+	var current apiextensionsv1.CustomResourceDefinition
+	switch err := c.Get(ctx, client.ObjectKey{Name: efs.SharedVolumeCRD}, &current); {
+	case apierrors.IsNotFound(err):
+		// OLM creates the CRD: there is nothing it could refuse.
+		return check, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading CRD %s: %w", efs.SharedVolumeCRD, err)
+	}
+	prev, stored := &current, sets.New(current.Status.StoredVersions...)
 	seen := map[string]bool{}
 	var refused []string
 	for _, csv := range up.Path {
@@ -52,22 +70,57 @@ func checkSharedVolumes(ctx context.Context, config *rest.Config, r registryclie
 		if err != nil {
 			return nil, fmt.Errorf("the SharedVolume CRD of bundle %s in catalog %s: %w", csv, catalog, err)
 		}
-		report, err := crdcheck.Cluster(ctx, config, "", v)
-		if err != nil {
-			return nil, fmt.Errorf("checking the SharedVolumes against the CRD of bundle %s: %w", csv, err)
+		next := v.CRD
+		specVersions := sets.New[string]()
+		for _, ver := range next.Spec.Versions {
+			specVersions.Insert(ver.Name)
+			if ver.Storage {
+				stored.Insert(ver.Name)
+			}
 		}
-		check.Checked = report.Checked
-		for _, sv := range report.Invalid {
-			refused = append(refused, fmt.Sprintf("  SharedVolume %s/%s, under the CRD of %s:\n    %s", sv.Namespace, sv.Name, csv, strings.Join(sv.Problems, "\n    ")))
+		if dropped := sets.List(stored.Difference(specVersions)); len(dropped) > 0 {
+			return nil, fmt.Errorf(`the SharedVolume CRD of bundle %s in catalog %s drops version %s, which the cluster's SharedVolumes are stored at (its status.storedVersions): OLM v0 refuses to replace the CRD ("risk of data loss") and fails the InstallPlan, leaving the Subscription stuck. The catalog cannot upgrade this cluster: choose another catalog or channel, or ask its publisher for a bundle that keeps serving %s; nothing was changed`,
+				csv, catalog, strings.Join(dropped, ", "), strings.Join(dropped, ", "))
 		}
+		if bothServe(prev, next) && !webhookConverts(next) {
+			report, err := crdcheck.Cluster(ctx, config, "", v)
+			if err != nil {
+				return nil, fmt.Errorf("checking the SharedVolumes against the CRD of bundle %s: %w", csv, err)
+			}
+			check.Checked = report.Checked
+			for _, sv := range report.Invalid {
+				refused = append(refused, fmt.Sprintf("  SharedVolume %s/%s, under the CRD of %s:\n    %s", sv.Namespace, sv.Name, csv, strings.Join(sv.Problems, "\n    ")))
+			}
+		}
+		prev = next
 	}
 	if len(refused) > 0 {
-		return nil, fmt.Errorf(`OLM validates every existing SharedVolume against the SharedVolume CRD of each bundle it installs, and fails the InstallPlan, leaving the Subscription stuck, on one that CRD refuses ("updated validation is too restrictive"); these SharedVolumes would be refused:
+		return nil, fmt.Errorf(`the SharedVolume CRD the upgrade brings refuses these SharedVolumes: OLM v0 fails the InstallPlan that replaces the CRD on one its schema refuses ("updated validation is too restrictive"), leaving the Subscription stuck, and the API server refuses every later write of one, the operator's status updates included:
 %s
 Fix each (kubectl edit sharedvolume -n NAMESPACE NAME), or delete it and create it again valid; its PersistentVolume and claim stay. Then check with csi-olm efs check-sharedvolumes and run again: nothing was changed`,
 			strings.Join(refused, "\n"))
 	}
 	return check, nil
+}
+
+// bothServe says whether the two CRDs serve a version in common: OLM validates the existing
+// objects only at those.
+func bothServe(old, next *apiextensionsv1.CustomResourceDefinition) bool {
+	served := sets.New[string]()
+	for _, ver := range old.Spec.Versions {
+		if ver.Served {
+			served.Insert(ver.Name)
+		}
+	}
+	return slices.ContainsFunc(next.Spec.Versions, func(ver apiextensionsv1.CustomResourceDefinitionVersion) bool {
+		return ver.Served && served.Has(ver.Name)
+	})
+}
+
+// webhookConverts says whether the CRD converts by webhook, in which case OLM only warns on a
+// schema problem, trusting the conversion to mend the objects.
+func webhookConverts(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	return crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
 }
 
 // sharedVolumeCRD is the SharedVolume CRD of a bundle of the target catalog, nil when the bundle

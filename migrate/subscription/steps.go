@@ -36,6 +36,9 @@ func (m *Migrate) steps(c client.Client, plan *Plan) []migration.Step {
 		Name:        followUpgradeStep,
 		Description: fmt.Sprintf("wait for OLM to install %s and the Subscription to reach AtLatestKnown", plan.Upgrade.Head),
 		Do: func(ctx context.Context) error {
+			if err := retryFailedInstallPlan(ctx, c, plan, m.Progress); err != nil {
+				return err
+			}
 			return migration.Wait(ctx, m.Progress, "the upgrade to "+plan.Upgrade.Head, m.Timeout, func(ctx context.Context) (bool, string, error) {
 				return upgraded(ctx, c, plan)
 			})

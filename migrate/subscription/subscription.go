@@ -118,7 +118,7 @@ func (m *Migrate) Run(ctx context.Context) error {
 	j, err := mig.Carry(ctx, plan, steps, m.Progress)
 	if err != nil {
 		if j != nil {
-			return fmt.Errorf("%w\n\n%s", err, restoreHelp(plan, j.Ref()))
+			return fmt.Errorf("%w\n\n%s", err, restoreHelp(plan, j.Ref(), err))
 		}
 		return err
 	}
@@ -134,12 +134,18 @@ func (m *Migrate) permissions(ctx context.Context, mig *migration.Migration) []k
 		{Verb: "update", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "get", Group: "operators.coreos.com", Resource: "installplans", Namespace: namespace},
+		// A rerun after a failed InstallPlan clears it, and the CSV it left Pending, for OLM to
+		// try again.
+		{Verb: "delete", Group: "operators.coreos.com", Resource: "installplans", Namespace: namespace},
+		{Verb: "delete", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
+		{Verb: "update", Group: "operators.coreos.com", Resource: "subscriptions", Subresource: "status", Namespace: namespace},
 		// Following the upgrade reads the target catalog's connection state.
 		{Verb: "get", Group: "operators.coreos.com", Resource: "catalogsources", Namespace: m.SourceNamespace},
 		{Verb: "create", Resource: "configmaps", Namespace: namespace},
 		{Verb: "update", Resource: "configmaps", Namespace: namespace},
 		{Verb: "get", Group: "apps", Resource: "daemonsets", Namespace: namespace},
 		{Verb: "list", Group: sharedvolumev1alpha1.GroupVersion.Group, Resource: "sharedvolumes"},
+		{Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Verb: "get", Group: operatorv1.GroupName, Resource: "clustercsidrivers"},
 		// The target catalog must be the index of the cluster's OpenShift minor.
 		{Verb: "get", Group: "config.openshift.io", Resource: "clusterversions"},
@@ -283,7 +289,7 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 		return nil, err
 	}
 	plan.To.Channel = plan.Upgrade.Channel
-	if plan.SharedVolumes, err = checkSharedVolumes(ctx, config, registry.Client(), registry.Name, plan.Upgrade); err != nil {
+	if plan.SharedVolumes, err = checkSharedVolumes(ctx, config, c, registry.Client(), registry.Name, plan.Upgrade); err != nil {
 		return nil, err
 	}
 
@@ -382,15 +388,22 @@ func (m *Migrate) print(plan *Plan) error {
 }
 
 // restoreHelp says how to put the Subscription back where it was.
-func restoreHelp(plan *Plan, journal string) string {
+func restoreHelp(plan *Plan, journal string, err error) string {
+	kept := fmt.Sprintf("The Subscription's original spec is kept in ConfigMap %s (originalSpec in facts.json).", journal)
+	if failed := (*installPlanFailed)(nil); errors.As(err, &failed) {
+		return kept + `
+Fix what OLM names, then run the same command again: it deletes the failed InstallPlan and the CSV it left Pending, points
+the Subscription's status back at the installed CSV, and OLM tries the upgrade again. Do not put the source back first:
+OLM would stay stuck on the CSV the InstallPlan left.`
+	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]string{
 		"source": plan.OriginalSpec.CatalogSource, "sourceNamespace": plan.OriginalSpec.CatalogSourceNamespace, "channel": plan.OriginalSpec.Channel,
 	}})
-	return fmt.Sprintf(`The Subscription's original spec is kept in ConfigMap %s (originalSpec in facts.json).
+	return fmt.Sprintf(`%s
 Run the same command again to resume from the step that stopped, or put the Subscription back on its original catalog:
   kubectl patch subscriptions.operators.coreos.com -n %s %s --type=merge -p '%s'
 Once OLM has installed the new CSV, the original catalog has no upgrade from it: restoring the source stops further upgrades but does not downgrade.`,
-		journal, plan.Namespace, plan.Name, patch)
+		kept, plan.Namespace, plan.Name, patch)
 }
 
 // remind tells the admin that the supported operator waits for its CR.

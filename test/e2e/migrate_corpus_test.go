@@ -106,6 +106,7 @@ func TestMigrateCorpus(t *testing.T) {
 	installOLMEraDrivers(ctx, t, f, olmEraDrivers()[0])
 	serveCatalogVariant(ctx, t, s, "edgeless", edgeless)
 	serveCatalogVariant(ctx, t, s, "requires-missing-api", requiresMissingAPI)
+	serveCatalogVariant(ctx, t, s, "crd-drops-v1alpha1", headCRDDropsStoredVersion)
 	users := map[string]*rest.Config{"": s.Config, "viewer": grantOnly(ctx, t, s, "viewer")}
 	total := 0
 	for _, e := range entries {

@@ -19,9 +19,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -73,6 +75,9 @@ func TestMigrateSubscriptionOLMFaults(t *testing.T) {
 		want  []string
 		// headCSV is the phase OLM leaves the head CSV in, none when it creates none.
 		headCSV operatorsv1alpha1.ClusterServiceVersionPhase
+		// fix, when set, mends the fault, and the verb run again must finish the migration, as
+		// its error says; otherwise the printed restore command is checked instead.
+		fix func(ctx context.Context, t *testing.T, e *communityEFS)
 	}{{
 		name: "registry unavailable", source: "certified-flaky", variant: unchanged, timeout: 15 * time.Second,
 		when: beforeSwitch, fault: registryGoesAway,
@@ -83,14 +88,17 @@ func TestMigrateSubscriptionOLMFaults(t *testing.T) {
 	}, {
 		// OLM retries a failing InstallPlan for a minute (its --install-plan-retry-timeout)
 		// before it fails it; the verb must end then, long before its own timeout.
-		name: "InstallPlan fails", source: "certified-crd-drops-v1alpha1", variant: headCRDDropsStoredVersion, timeout: 4 * time.Minute,
+		name: "InstallPlan fails", source: "certified-invalid-sharedvolume", variant: unchanged, timeout: 4 * time.Minute,
+		when: beforeSwitch, fault: invalidSharedVolumeAfterTheCheck,
 		want: []string{
 			"step follow-upgrade: InstallPlan openshift-operators/install-",
 			"which installs " + certifiedHeadCSV + ", failed, and OLM does not retry a failed InstallPlan: Installed=False reason=InstallComponentFailed: ",
-			`risk of data loss updating "sharedvolumes.aws-efs.managed.openshift.io"`,
+			`error validating existing CRs against new CRD's schema for "sharedvolumes.aws-efs.managed.openshift.io"`,
+			`SharedVolume "app-1/created-after-the-check": updated validation is too restrictive: [].spec.accessPointID: Too long`,
 		},
 		// The CSV is created by the time the CRD step fails, and waits for what never comes.
 		headCSV: operatorsv1alpha1.CSVPhasePending,
+		fix:     deleteInvalidSharedVolume,
 	}, {
 		name: "CSV stuck Pending", source: "certified-needs-unserved-api", variant: headNeedsUnservedAPI, timeout: 10 * time.Second,
 		when: beforeFollow, fault: csvPending,
@@ -141,7 +149,33 @@ func TestMigrateSubscriptionOLMFaults(t *testing.T) {
 			if csv.Status.Phase != tc.headCSV {
 				t.Errorf("CSV %s is %q (%s: %s), want %q", certifiedHeadCSV, csv.Status.Phase, csv.Status.Reason, csv.Status.Message, tc.headCSV)
 			}
-			restoreFromError(ctx, t, c, err, &original)
+			if tc.fix == nil {
+				restoreFromError(ctx, t, c, err, &original)
+				e.assertDriverKeptRunning(ctx, t)
+				return
+			}
+			e.assertDriverKeptRunning(ctx, t)
+			if !strings.Contains(err.Error(), "Fix what OLM names, then run the same command again") {
+				t.Errorf("the error does not say to run the verb again once the fault is fixed")
+			}
+			tc.fix(ctx, t, e)
+			var again bytes.Buffer
+			opts = options(s, false, &again)
+			opts.Timeout = 4 * time.Minute
+			if err := (&subscription.Migrate{Options: opts, Source: tc.source, SourceNamespace: testbed.OLMNamespace}).Run(ctx); err != nil {
+				t.Fatalf("the run after the fix failed: %v\n%s", err, again.String())
+			}
+			t.Logf("the run after the fix said:\n%s", again.String())
+			for _, want := range []string{"failed before", "csi-olm clears it so that OLM tries the upgrade again", "deleting CSV " + certifiedHeadCSV} {
+				if !strings.Contains(again.String(), want) {
+					t.Errorf("the run after the fix does not say %q", want)
+				}
+			}
+			var sub operatorsv1alpha1.Subscription
+			must(t, c.Get(ctx, client.ObjectKeyFromObject(&original), &sub))
+			if !olm.AtLatestKnown(certifiedHeadCSV)(&sub) {
+				t.Errorf("Subscription is not AtLatestKnown %s:\n%s", certifiedHeadCSV, olm.DescribeSubscription(&sub, nil))
+			}
 			e.assertDriverKeptRunning(ctx, t)
 		})
 	}
@@ -194,6 +228,30 @@ func waitConnection(ctx context.Context, t *testing.T, s *testbed.Stack, source 
 		}
 		return fmt.Errorf("connection state %+v", st)
 	}))
+}
+
+// invalidSharedVolumeAfterTheCheck creates, once the plan has found every SharedVolume valid
+// under the certified CRD, one the community CRD takes and the certified one refuses (an access
+// point ID over 64 characters), as an app team might in between: OLM's own check then fails the
+// InstallPlan that replaces the CRD.
+func invalidSharedVolumeAfterTheCheck(ctx context.Context, t *testing.T, e *communityEFS, _, _ string) {
+	sv := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "aws-efs.managed.openshift.io/v1alpha1", "kind": "SharedVolume",
+		"metadata": map[string]any{"namespace": "app-1", "name": "created-after-the-check"},
+		"spec":     map[string]any{"fileSystemID": "fs-0123abcd", "accessPointID": "fsap-" + strings.Repeat("0123456789abcdef", 4)},
+	}}
+	must(t, e.stack.Client.Create(ctx, sv))
+}
+
+// deleteInvalidSharedVolume is the fix of invalidSharedVolumeAfterTheCheck: the app team
+// deletes the SharedVolume and would create it again valid.
+func deleteInvalidSharedVolume(ctx context.Context, t *testing.T, e *communityEFS) {
+	sv := &unstructured.Unstructured{}
+	sv.SetAPIVersion("aws-efs.managed.openshift.io/v1alpha1")
+	sv.SetKind("SharedVolume")
+	sv.SetNamespace("app-1")
+	sv.SetName("created-after-the-check")
+	must(t, e.stack.Client.Delete(ctx, sv))
 }
 
 // csvPending waits, before the verb follows the upgrade, until OLM has installed the head CSV

@@ -3,6 +3,7 @@ package migration
 import (
 	openshiftoperatorv1 "github.com/openshift/api/operator/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -14,11 +15,11 @@ import (
 )
 
 // NewClient returns a client that knows the Kubernetes, OLM, OpenShift operator, SharedVolume
-// and OLM-era driver CR types the migrations read and change.
+// CRD and OLM-era driver CR types the migrations read and change.
 func NewClient(config *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, operatorsv1alpha1.AddToScheme, openshiftoperatorv1.Install,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, operatorsv1alpha1.AddToScheme, openshiftoperatorv1.Install,
 		sharedvolumev1alpha1.AddToScheme, ebsv1alpha1.AddToScheme, manilav1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {

@@ -1,0 +1,107 @@
+package subscription
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// retryFailedInstallPlan lets OLM v0 try the upgrade again after an InstallPlan of it failed, as
+// a rerun of the verb does once the cause is fixed. OLM never retries a Failed InstallPlan, and it
+// leaves behind what keeps it from resolving again: the Subscription's status names the new CSV,
+// which waits Pending for the objects the InstallPlan never made, as installed. So, when the
+// Subscription points at a Failed InstallPlan that installs the planned head, this deletes the
+// CSVs that InstallPlan created and that never succeeded, then the InstallPlan, and points the
+// Subscription's status back at the CSV the upgrade starts from; OLM then resolves the upgrade
+// anew. Nothing that runs is touched: the installed CSV, its operator and the driver stay.
+func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, progress io.Writer) error {
+	var sub operatorsv1alpha1.Subscription
+	if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
+		return fmt.Errorf("reading Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
+	}
+	ref := sub.Status.InstallPlanRef
+	if ref == nil {
+		return nil
+	}
+	var ip operatorsv1alpha1.InstallPlan
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &ip); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading InstallPlan %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	if ip.Status.Phase != operatorsv1alpha1.InstallPlanPhaseFailed || !slices.Contains(ip.Spec.ClusterServiceVersionNames, plan.Upgrade.Head) {
+		return nil
+	}
+	fmt.Fprintf(progress, "InstallPlan %s/%s, which installs %s, failed before (%s): csi-olm clears it so that OLM tries the upgrade again\n",
+		ip.Namespace, ip.Name, plan.Upgrade.Head, installPlanWhy(&ip))
+	from := plan.InstalledCSV
+	for _, name := range ip.Spec.ClusterServiceVersionNames {
+		if name == plan.InstalledCSV {
+			continue
+		}
+		var csv operatorsv1alpha1.ClusterServiceVersion
+		switch err := c.Get(ctx, client.ObjectKey{Namespace: ip.Namespace, Name: name}, &csv); {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("reading CSV %s/%s: %w", ip.Namespace, name, err)
+		}
+		if csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded {
+			// It runs: leave it, and let the status keep what OLM says is installed.
+			from = ""
+			continue
+		}
+		fmt.Fprintf(progress, "  deleting CSV %s (%s), which that InstallPlan created and which never succeeded\n", csv.Name, csv.Status.Phase)
+		if err := deleteAndWait(ctx, c, &csv); err != nil {
+			return fmt.Errorf("deleting CSV %s/%s: %w", csv.Namespace, csv.Name, err)
+		}
+	}
+	fmt.Fprintf(progress, "  deleting InstallPlan %s\n", ip.Name)
+	if err := deleteAndWait(ctx, c, &ip); err != nil {
+		return fmt.Errorf("deleting InstallPlan %s/%s: %w", ip.Namespace, ip.Name, err)
+	}
+	if from == "" {
+		return nil
+	}
+	fmt.Fprintf(progress, "  pointing the status of Subscription %s/%s back at the installed CSV %s\n", sub.Namespace, sub.Name, from)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sub operatorsv1alpha1.Subscription
+		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
+			return err
+		}
+		if sub.Status.InstallPlanRef == nil || sub.Status.InstallPlanRef.Name != ip.Name {
+			// OLM moved on by itself.
+			return nil
+		}
+		out := sub.DeepCopy()
+		out.Status.InstalledCSV, out.Status.CurrentCSV = from, from
+		out.Status.InstallPlanRef, out.Status.Install = nil, nil
+		out.Status.State = operatorsv1alpha1.SubscriptionStateAtLatest
+		return c.Status().Update(ctx, out, client.FieldOwner(fieldManager))
+	})
+}
+
+// deleteAndWait deletes obj and waits until it is gone, so that OLM, which reacts to what is
+// there, never sees it again.
+func deleteAndWait(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return wait.PollUntilContextCancel(ctx, time.Second/2, true, func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
