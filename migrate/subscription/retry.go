@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -14,6 +15,55 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// StuckSwitch is a switch made without this verb whose InstallPlan OLM failed.
+type StuckSwitch struct {
+	InstallPlan string `json:"installPlan"`
+	Why         string `json:"why"`
+}
+
+// stuckSwitch recognises a Subscription already on the target whose InstallPlan failed, as a
+// switch by hand leaves it when OLM refuses the new CRD, and returns the CSV that InstallPlan was
+// to replace: the one OLM moved to Replacing and that still runs. A failed InstallPlan on a
+// Subscription that is not on the target is refused: the verb would switch it onward from a
+// state it cannot plan from.
+func stuckSwitch(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription, to Endpoint) (*StuckSwitch, string, error) {
+	ref := sub.Status.InstallPlanRef
+	if ref == nil {
+		return nil, "", nil
+	}
+	var ip operatorsv1alpha1.InstallPlan
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &ip); {
+	case apierrors.IsNotFound(err):
+		return nil, "", nil
+	case err != nil:
+		return nil, "", fmt.Errorf("reading InstallPlan %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	if ip.Status.Phase != operatorsv1alpha1.InstallPlanPhaseFailed {
+		return nil, "", nil
+	}
+	why := installPlanWhy(&ip)
+	onTarget := sub.Spec.CatalogSource == to.Source && sub.Spec.CatalogSourceNamespace == to.SourceNamespace && (to.Channel == "" || to.Channel == sub.Spec.Channel)
+	if !onTarget {
+		return nil, "", fmt.Errorf("Subscription %s/%s is stuck on InstallPlan %s, which OLM failed: %s. Run this verb with the catalog the Subscription now names (--source %s --source-namespace %s) to clear it once the cause is fixed; nothing was changed",
+			sub.Namespace, sub.Name, ip.Name, why, sub.Spec.CatalogSource, sub.Spec.CatalogSourceNamespace)
+	}
+	var csvs operatorsv1alpha1.ClusterServiceVersionList
+	if err := c.List(ctx, &csvs, client.InNamespace(sub.Namespace)); err != nil {
+		return nil, "", fmt.Errorf("listing the CSVs of namespace %s: %w", sub.Namespace, err)
+	}
+	var replaced []string
+	for _, csv := range csvs.Items {
+		if csv.Status.Phase == operatorsv1alpha1.CSVPhaseReplacing && !slices.Contains(ip.Spec.ClusterServiceVersionNames, csv.Name) {
+			replaced = append(replaced, csv.Name)
+		}
+	}
+	if len(replaced) != 1 {
+		return nil, "", fmt.Errorf("Subscription %s/%s is stuck on InstallPlan %s, which OLM failed (%s), but %d CSVs of namespace %s are being replaced (%s), not one to resume from; nothing was changed",
+			sub.Namespace, sub.Name, ip.Name, why, len(replaced), sub.Namespace, strings.Join(replaced, ", "))
+	}
+	return &StuckSwitch{InstallPlan: ip.Name, Why: why}, replaced[0], nil
+}
 
 // retryFailedInstallPlan lets OLM v0 try the upgrade again after an InstallPlan of it failed, as
 // a rerun of the verb does once the cause is fixed. OLM never retries a Failed InstallPlan, and it

@@ -67,6 +67,9 @@ type Plan struct {
 	OriginalSpec       operatorsv1alpha1.SubscriptionSpec `json:"originalSpec"`
 	DriverDaemonSetUID types.UID                          `json:"driverDaemonSetUID,omitempty"`
 	ReadySharedVolumes []string                           `json:"readySharedVolumes"`
+	// Stuck is set when the Subscription was already switched to the target, not by this verb,
+	// and OLM failed the InstallPlan of the upgrade: the migration takes it over from there.
+	Stuck *StuckSwitch `json:"stuck,omitempty"`
 	// SharedVolumes says that every SharedVolume is valid under the CRDs the upgrade brings.
 	SharedVolumes *SharedVolumeCheck `json:"sharedVolumes,omitempty"`
 	Warnings      []string           `json:"warnings,omitempty"`
@@ -233,6 +236,16 @@ func (p *Plan) Problems(namespace, _ string) []string {
 // keep working.
 func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config, sub *operatorsv1alpha1.Subscription) (*Plan, error) {
 	ref := sub.Namespace + "/" + sub.Name
+	stuck, replaced, err := stuckSwitch(ctx, c, sub, Endpoint{Source: m.Source, SourceNamespace: m.SourceNamespace, Channel: m.Channel})
+	if err != nil {
+		return nil, err
+	}
+	if stuck != nil {
+		// The installed CSV is the one the failed InstallPlan was to replace, whatever OLM's
+		// status of the Subscription now says.
+		sub = sub.DeepCopy()
+		sub.Status.InstalledCSV, sub.Status.State = replaced, operatorsv1alpha1.SubscriptionStateAtLatest
+	}
 	switch {
 	case sub.Status.InstalledCSV == "":
 		return nil, fmt.Errorf("Subscription %s has not installed a CSV yet, so there is nothing to upgrade from:\n%s", ref, olm.DescribeSubscription(sub, nil))
@@ -249,8 +262,12 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 		From:         Endpoint{Source: sub.Spec.CatalogSource, SourceNamespace: sub.Spec.CatalogSourceNamespace, Channel: sub.Spec.Channel},
 		To:           Endpoint{Source: m.Source, SourceNamespace: m.SourceNamespace, Channel: m.Channel},
 		OriginalSpec: *sub.Spec,
+		Stuck:        stuck,
 	}
-	if plan.From.Source == m.Source && plan.From.SourceNamespace == m.SourceNamespace && (m.Channel == "" || m.Channel == plan.From.Channel) {
+	if stuck != nil {
+		plan.Warnings = append(plan.Warnings, fmt.Sprintf("Subscription %s was switched to catalog %s/%s before, not by this verb, and OLM failed InstallPlan %s of that upgrade: %s. The migration clears it and lets OLM try again; the spec before that switch is unknown, so a failure cannot print how to restore it",
+			ref, plan.From.SourceNamespace, plan.From.Source, stuck.InstallPlan, stuck.Why))
+	} else if plan.From.Source == m.Source && plan.From.SourceNamespace == m.SourceNamespace && (m.Channel == "" || m.Channel == plan.From.Channel) {
 		return nil, fmt.Errorf("Subscription %s already uses catalog %s/%s, channel %s: there is nothing to migrate", ref, m.SourceNamespace, m.Source, plan.From.Channel)
 	}
 	warning, err := m.checkCatalogMinor(ctx, c, config)
@@ -314,7 +331,11 @@ func (m *Migrate) plan(ctx context.Context, c client.Client, config *rest.Config
 		if sv.Status.Phase == sharedvolumev1alpha1.SharedVolumeReady {
 			plan.ReadySharedVolumes = append(plan.ReadySharedVolumes, sv.Namespace+"/"+sv.Name)
 		} else {
-			plan.Warnings = append(plan.Warnings, fmt.Sprintf("SharedVolume %s/%s is %s, not Ready, before the migration: it is not checked", sv.Namespace, sv.Name, sv.Status.Phase))
+			phase := string(sv.Status.Phase)
+			if phase == "" {
+				phase = "without a phase"
+			}
+			plan.Warnings = append(plan.Warnings, fmt.Sprintf("SharedVolume %s/%s is %s, not Ready, before the migration: it is not checked", sv.Namespace, sv.Name, phase))
 		}
 	}
 	return plan, nil
@@ -374,7 +395,7 @@ func (m *Migrate) print(plan *Plan) error {
 	}
 	fmt.Fprintf(w, "  volumes:    %d Ready SharedVolumes must stay Ready\n", len(plan.ReadySharedVolumes))
 	if c := plan.SharedVolumes; c != nil && len(c.Bundles) > 0 {
-		fmt.Fprintf(w, "  CRD check:  the %d SharedVolumes are valid under the SharedVolume CRD of %s, which OLM checks them against when it runs each InstallPlan (it would fail one on a SharedVolume the CRD refuses)\n",
+		fmt.Fprintf(w, "  CRD check:  %d SharedVolumes, all valid under the SharedVolume CRD of %s, which OLM checks them against when it runs each InstallPlan (it would fail one on a SharedVolume the CRD refuses)\n",
 			c.Checked, strings.Join(c.Bundles, ", "))
 	}
 	fmt.Fprintln(w, "Steps:")
@@ -390,7 +411,10 @@ func (m *Migrate) print(plan *Plan) error {
 // restoreHelp says how to put the Subscription back where it was.
 func restoreHelp(plan *Plan, journal string, err error) string {
 	kept := fmt.Sprintf("The Subscription's original spec is kept in ConfigMap %s (originalSpec in facts.json).", journal)
-	if failed := (*installPlanFailed)(nil); errors.As(err, &failed) {
+	if plan.Stuck != nil {
+		kept = "The Subscription was switched before this verb ran; its spec before that switch is unknown."
+	}
+	if failed := (*installPlanFailed)(nil); errors.As(err, &failed) || plan.Stuck != nil {
 		return kept + `
 Fix what OLM names, then run the same command again: it deletes the failed InstallPlan and the CSV it left Pending, points
 the Subscription's status back at the installed CSV, and OLM tries the upgrade again. Do not put the source back first:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -62,11 +64,66 @@ func invalidSharedVolumeStopsTheSwitch(ctx context.Context, t *testing.T, s *tes
 		t.Errorf("the refused verb changed the community install: %v, was %v", after, before)
 	}
 
+	switchByHandFails(ctx, t, s, ns, target, sv, before)
+
 	// The admin fixes the SharedVolume (the community CRD lets its spec change).
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(sv), sv))
 	fixed := client.MergeFrom(sv.DeepCopy())
 	sv.Spec.AccessPointID = "fsap-0123456789abcdef2"
 	must(t, c.Patch(ctx, sv, fixed))
+}
+
+// switchByHandFails is the admin who switches the Subscription's source by hand instead: OLM
+// fails the InstallPlan in its own words, and the community operator and its driver keep
+// running with nothing lost. OLM has by then made the new CSV, left Pending, and moved the
+// community CSV to Replacing; the verb, run once the SharedVolume is fixed, takes over from there.
+func switchByHandFails(ctx context.Context, t *testing.T, s *testbed.Stack, ns, target string, sv *sharedvolumev1alpha1.SharedVolume, before map[string]types.UID) {
+	t.Helper()
+	c := s.Client
+	var sub operatorsv1alpha1.Subscription
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: efsPackage}, &sub))
+	switched := client.MergeFrom(sub.DeepCopy())
+	sub.Spec.CatalogSource = certifiedSource
+	must(t, c.Patch(ctx, &sub, switched))
+	var failed operatorsv1alpha1.InstallPlan
+	must(t, testutil.Eventually(ctx, "OLM to fail the InstallPlan of "+target, func(ctx context.Context) error {
+		var ips operatorsv1alpha1.InstallPlanList
+		if err := c.List(ctx, &ips, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, ip := range ips.Items {
+			if slices.Contains(ip.Spec.ClusterServiceVersionNames, target) && ip.Status.Phase == operatorsv1alpha1.InstallPlanPhaseFailed {
+				failed = ip
+				return nil
+			}
+		}
+		return fmt.Errorf("no Failed InstallPlan of %s yet", target)
+	}))
+	var said []string
+	for _, cond := range failed.Status.Conditions {
+		said = append(said, cond.Message)
+	}
+	for _, want := range []string{
+		`error validating existing CRs against new CRD's schema for "sharedvolumes.aws-efs.managed.openshift.io"`,
+		fmt.Sprintf(`SharedVolume "%s/%s": updated validation is too restrictive: [].spec.accessPointID: Too long: may not be more than 64 bytes`, sv.Namespace, sv.Name),
+	} {
+		if !strings.Contains(strings.Join(said, "\n"), want) {
+			t.Errorf("InstallPlan %s failed saying %q, want %q", failed.Name, said, want)
+		}
+	}
+	// Nothing that runs changed: the same driver, pods and SharedVolumes, the community
+	// operator's Deployment still available. Only the CSVs' phases moved.
+	after := uidsOf(ctx, t, c, ns)
+	for key, uid := range before {
+		if !strings.HasPrefix(key, "CSV ") && after[key] != uid {
+			t.Errorf("the failed InstallPlan changed %s: %s, was %s", key, after[key], uid)
+		}
+	}
+	var operator appsv1.Deployment
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: csvDeployment(t, communityCSVFile).Name}, &operator))
+	if operator.Status.AvailableReplicas < 1 {
+		t.Errorf("the community operator's Deployment %s is not available after the failed InstallPlan", operator.Name)
+	}
 }
 
 // uidsOf are the UIDs of what a community install keeps while a switch is refused: its CSVs, its

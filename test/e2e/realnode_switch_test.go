@@ -56,8 +56,9 @@ func communityOperator(t testing.TB) corev1.Container {
 // oldest minor the EFS operator has a release for: the community operator installed from that
 // minor's community catalog image (its pod runs a stand-in of the community image, which is not
 // built here) with the driver it deployed running on the node. A SharedVolume the certified CRD
-// refuses first stops the verb's switch (invalidSharedVolumeStopsTheSwitch); fixed, it lets the
-// switch go on: only the Subscription's source switched to that minor's
+// refuses first stops the verb's switch and fails the InstallPlan of a switch by hand
+// (invalidSharedVolumeStopsTheSwitch); fixed, the verb as README.md runs it takes that switch
+// over, clears the failed InstallPlan and goes on: the Subscription's source is that minor's
 // certified catalog image, as README.md says. OLM must replace the CSV with the
 // minor's release of the supported operator, whose pod runs from its image as the CSV ships it,
 // and which adopts the running driver in place for the ClusterCSIDriver. The cluster then
