@@ -70,8 +70,8 @@ func BenchmarkCRToOperands(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// createUnrelated creates n PersistentVolumes (of another driver), n PersistentVolumeClaims and
-// n ConfigMaps in namespaces the operator does not run in.
+// createUnrelated creates n PersistentVolumes (of another driver), n PersistentVolumeClaims, n
+// ConfigMaps and n Pods using those claims, in namespaces the operator does not run in.
 func createUnrelated(ctx context.Context, b *testing.B, config *rest.Config, n int) {
 	fast := rest.CopyConfig(config)
 	fast.QPS, fast.Burst = 5000, 5000
@@ -104,13 +104,24 @@ func createUnrelated(ctx context.Context, b *testing.B, config *rest.Config, n i
 		_, err3 := kube.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"payload": name},
 		}, metav1.CreateOptions{})
-		return errors.Join(err1, err2, err3)
+		// A pod of an app that uses its claim, as most pods of a busy cluster do not: the
+		// operator must not watch it unless a removal waits for pods.
+		_, err4 := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
+				}}},
+			},
+		}, metav1.CreateOptions{})
+		return errors.Join(err1, err2, err3, err4)
 	}))
 }
 
 // BenchmarkOperatorRSSWithUnrelatedObjects runs the operator binary with the driver installed,
-// records its resident memory when idle, then after 10,000 unrelated PVs, PVCs and ConfigMaps
-// were created, and reports the ratio (goal ≤ 1.3: informers are scoped to what the operator
+// records its resident memory when idle, then after 10,000 unrelated PVs, PVCs, ConfigMaps and
+// Pods were created, and reports the ratio (goal ≤ 1.3: informers are scoped to what the operator
 // manages). Each iteration forces a full resync before sampling.
 func BenchmarkOperatorRSSWithUnrelatedObjects(b *testing.B) {
 	bin := buildOperator(b)
@@ -127,7 +138,7 @@ func BenchmarkOperatorRSSWithUnrelatedObjects(b *testing.B) {
 	idle := rss()
 	start := time.Now()
 	createUnrelated(ctx, b, h.stack.Config, 10000)
-	b.Logf("created 30,000 unrelated objects in %s", time.Since(start).Round(time.Second))
+	b.Logf("created 40,000 unrelated objects in %s", time.Since(start).Round(time.Second))
 	var loaded []float64
 	for i := 0; i < b.N; i++ {
 		// Touch the CR so that every controller syncs again.

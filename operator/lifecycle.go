@@ -19,11 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/pager"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 )
@@ -55,10 +53,6 @@ const reasonRemovalFailed = "RemovalFailed"
 // maxListedUses bounds how many pods a condition or event names.
 const maxListedUses = 10
 
-// inUseRecheck is how soon volumes in use are looked for again: pods are not watched (there may
-// be very many), the PersistentVolumes they use are.
-const inUseRecheck = 10 * time.Second
-
 // settleTime is how long the fence stays up after library-go's controllers last saw a Removed CR
 // (one of them may still be deleting), and how long the operand must stay gone before the driver
 // counts as removed (one whose sync began before removal was allowed may still write an object).
@@ -74,16 +68,19 @@ type phaseRule struct {
 	removal bool
 	// fence is whether the removal fence stays up.
 	fence bool
+	// watch is whether pods are watched: the phases that wait for, or look for, a pod using an
+	// EFS volume.
+	watch bool
 	step  func(*lifecycle, context.Context, crState) (outcome, error)
 }
 
 // phases is the lifecycle, one row a phase.
 var phases = map[phase]phaseRule{
 	phaseInstalled: {step: (*lifecycle).installed},
-	phaseInUse:     {progressing: true, degraded: true, step: (*lifecycle).inUse},
-	phaseFencing:   {progressing: true, fence: true, step: (*lifecycle).fencing},
-	phaseSettling:  {progressing: true, fence: true, step: (*lifecycle).settling},
-	phaseRemoving:  {progressing: true, removal: true, fence: true, step: (*lifecycle).removing},
+	phaseInUse:     {progressing: true, degraded: true, watch: true, step: (*lifecycle).inUse},
+	phaseFencing:   {progressing: true, fence: true, watch: true, step: (*lifecycle).fencing},
+	phaseSettling:  {progressing: true, fence: true, watch: true, step: (*lifecycle).settling},
+	phaseRemoving:  {progressing: true, removal: true, fence: true, watch: true, step: (*lifecycle).removing},
 	phaseRemoved:   {removal: true, step: (*lifecycle).removed},
 }
 
@@ -120,6 +117,7 @@ type lifecycle struct {
 	objects        []operandObject
 	gate           *gate
 	fence          *removalFence
+	pods           *podWatch
 
 	// phase is the current phase; empty until the first sync reads it from the status.
 	phase phase
@@ -131,6 +129,9 @@ type lifecycle struct {
 	stopped bool
 	// goneSince is when the operand was first seen fully removed.
 	goneSince time.Time
+	// inUseSaid is the last message an event said the removal waits with: a pod event makes
+	// the lifecycle look again, and only a change is worth another event.
+	inUseSaid string
 }
 
 // newLifecycleController runs the lifecycle on changes of the CR and of PersistentVolumes.
@@ -166,11 +167,18 @@ func (l *lifecycle) sync(ctx context.Context, syncCtx factory.SyncContext) error
 		// step has looked at the cluster again.
 		l.phase = persistedPhase(status)
 	}
+	if l.pods.changed == nil {
+		queue, key := syncCtx.Queue(), syncCtx.QueueKey()
+		l.pods.changed = func() { queue.Add(key) }
+	}
 	// A step that moves to another phase is followed by that phase's step at once, until a step
 	// stays or asks to wait.
 	var out outcome
 	for range len(phases) {
 		was := l.phase
+		if err = l.pods.follow(ctx, phases[l.phase].watch); err != nil {
+			break
+		}
 		out, err = phases[l.phase].step(l, ctx, in)
 		if err == nil {
 			err = l.enter(ctx, out.next)
@@ -178,6 +186,9 @@ func (l *lifecycle) sync(ctx context.Context, syncCtx factory.SyncContext) error
 		if err != nil || out.next == was || out.after > 0 {
 			break
 		}
+	}
+	if err == nil {
+		err = l.pods.follow(ctx, phases[l.phase].watch)
 	}
 	if err != nil {
 		if reportErr := l.report(ctx, in.generation, err.Error(), true); reportErr != nil {
@@ -258,12 +269,12 @@ func (l *lifecycle) inUse(ctx context.Context, in crState) (outcome, error) {
 	if l.stopped {
 		msg = "removal stopped and the driver restored: " + msg
 	}
-	in.recorder.Warningf(string(phaseInUse), "%s", msg)
-	after := inUseRecheck
-	if held := l.fenceHeld(); held > 0 {
-		after = held
+	if msg != l.inUseSaid {
+		in.recorder.Warningf(string(phaseInUse), "%s", msg)
+		l.inUseSaid = msg
 	}
-	return outcome{next: phaseInUse, message: msg, after: after}, nil
+	// The pod watch brings the next look, when a pod comes or goes.
+	return outcome{next: phaseInUse, message: msg, after: l.fenceHeld()}, nil
 }
 
 func (l *lifecycle) fencing(ctx context.Context, in crState) (outcome, error) {
@@ -441,9 +452,9 @@ func (l *lifecycle) claims() (map[string][]string, error) {
 	return claims, nil
 }
 
-// volumesInUse lists the pods, finished ones aside, that use a claim bound to an EFS
-// PersistentVolume, in the namespaces that hold such claims: a pod can use only claims of its own
-// namespace. A generic ephemeral volume's claim is named after the pod and the volume.
+// volumesInUse reads from the pod watch the pods, finished ones aside, that use a claim bound
+// to an EFS PersistentVolume, in the namespaces that hold such claims: a pod can use only claims
+// of its own namespace. A generic ephemeral volume's claim is named after the pod and the volume.
 func (l *lifecycle) volumesInUse(ctx context.Context) ([]volumeUse, error) {
 	claims, err := l.claimsByVolume()
 	if err != nil {
@@ -451,13 +462,14 @@ func (l *lifecycle) volumesInUse(ctx context.Context) ([]volumeUse, error) {
 	}
 	var uses []volumeUse
 	for _, ns := range slices.Sorted(maps.Keys(claims)) {
-		list := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			return l.kube.CoreV1().Pods(ns).List(ctx, opts)
-		})
-		err := list.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-			pod := obj.(*corev1.Pod)
+		pods, err := l.pods.podsIn(ctx, ns)
+		if err != nil {
+			return nil, fmt.Errorf("reading the pods of namespace %s: %w", ns, err)
+		}
+		slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+		for _, pod := range pods {
 			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
-				return nil
+				continue
 			}
 			for _, v := range pod.Spec.Volumes {
 				claim := ""
@@ -471,10 +483,6 @@ func (l *lifecycle) volumesInUse(ctx context.Context) ([]volumeUse, error) {
 					uses = append(uses, volumeUse{namespace: ns, pod: pod.Name, claim: claim, volume: pv})
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("listing the pods of namespace %s: %w", ns, err)
 		}
 	}
 	return uses, nil

@@ -157,7 +157,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
 	lc := &lifecycle{
 		operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient, mapper: mapper, volumes: volumes.Lister(),
-		objects: objects, gate: g, fence: fence,
+		objects: objects, gate: g, fence: fence, pods: &podWatch{kube: kubeClient},
 	}
 	nodeCredentials, err := read(assets.NodeCredentialsFile)
 	if err != nil {

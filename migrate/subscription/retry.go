@@ -70,8 +70,8 @@ func stuckSwitch(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Su
 // leaves behind what keeps it from resolving again: the Subscription's status names the new CSV,
 // which waits Pending for the objects the InstallPlan never made, as installed. So, when the
 // Subscription points at a Failed InstallPlan that installs the planned head, this deletes the
-// CSVs that InstallPlan created and that never succeeded, then the InstallPlan, and points the
-// Subscription's status back at the CSV the upgrade starts from; OLM then resolves the upgrade
+// CSVs that InstallPlan created and that never succeeded, points the Subscription's status back
+// at the CSV the upgrade starts from, then deletes the InstallPlan; OLM then resolves the upgrade
 // anew. Nothing that runs is touched: the installed CSV, its operator and the driver stay.
 func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, progress io.Writer) error {
 	var sub operatorsv1alpha1.Subscription
@@ -116,29 +116,33 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 			return fmt.Errorf("deleting CSV %s/%s: %w", csv.Namespace, csv.Name, err)
 		}
 	}
+	if from != "" {
+		fmt.Fprintf(progress, "  pointing the status of Subscription %s/%s back at the installed CSV %s\n", sub.Namespace, sub.Name, from)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			var sub operatorsv1alpha1.Subscription
+			if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
+				return err
+			}
+			if sub.Status.InstallPlanRef == nil || sub.Status.InstallPlanRef.Name != ip.Name {
+				return fmt.Errorf("OLM moved Subscription %s/%s from InstallPlan %s to %v meanwhile: csi-olm stops rather than guess; run it again", sub.Namespace, sub.Name, ip.Name, sub.Status.InstallPlanRef)
+			}
+			out := sub.DeepCopy()
+			out.Status.InstalledCSV, out.Status.CurrentCSV = from, from
+			out.Status.InstallPlanRef, out.Status.Install = nil, nil
+			out.Status.State = operatorsv1alpha1.SubscriptionStateAtLatest
+			return c.Status().Update(ctx, out, client.FieldOwner(fieldManager))
+		})
+		if err != nil {
+			return fmt.Errorf("updating the status of Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
+		}
+	}
+	// Last, as OLM makes a new InstallPlan for a Subscription whose InstallPlan is gone: the
+	// status no longer points at it by now, so OLM resolves from the installed CSV.
 	fmt.Fprintf(progress, "  deleting InstallPlan %s\n", ip.Name)
 	if err := deleteAndWait(ctx, c, &ip); err != nil {
 		return fmt.Errorf("deleting InstallPlan %s/%s: %w", ip.Namespace, ip.Name, err)
 	}
-	if from == "" {
-		return nil
-	}
-	fmt.Fprintf(progress, "  pointing the status of Subscription %s/%s back at the installed CSV %s\n", sub.Namespace, sub.Name, from)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var sub operatorsv1alpha1.Subscription
-		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
-			return err
-		}
-		if sub.Status.InstallPlanRef == nil || sub.Status.InstallPlanRef.Name != ip.Name {
-			// OLM moved on by itself.
-			return nil
-		}
-		out := sub.DeepCopy()
-		out.Status.InstalledCSV, out.Status.CurrentCSV = from, from
-		out.Status.InstallPlanRef, out.Status.Install = nil, nil
-		out.Status.State = operatorsv1alpha1.SubscriptionStateAtLatest
-		return c.Status().Update(ctx, out, client.FieldOwner(fieldManager))
-	})
+	return nil
 }
 
 // deleteAndWait deletes obj and waits until it is gone, so that OLM, which reacts to what is

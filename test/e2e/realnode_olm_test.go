@@ -294,6 +294,26 @@ func volumeMetricsReachTheNodePlugin(ctx context.Context, t *testing.T, s *testb
 // removalWaitsForTheApp sets the ClusterCSIDriver Removed while the app team's pod uses its
 // SharedVolume on the node: the driver stays and the condition names the pod. Once the pod is
 // gone, the driver is removed and the SharedVolume's volume stays; Managed brings the driver back.
+// watchedRemovalBound is how soon, past the fence's settle time, the driver is deleted after the
+// last pod using an EFS volume is gone; fenceSettleTime is the operator's fenceSettle, the time
+// the fence must have refused before the last look.
+const watchedRemovalBound, fenceSettleTime = 2 * time.Second, time.Second
+
+// pollUntil polls done every 50 ms and returns when it first held.
+func pollUntil(ctx context.Context, t *testing.T, what string, done func() bool) time.Time {
+	t.Helper()
+	for {
+		if done() {
+			return time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod) {
 	t.Helper()
 	c, driverNS := s.Client, operator.Namespace
@@ -345,11 +365,25 @@ func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, 
 	if err := c.Delete(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	begin := time.Now()
+	// The operator watches the pods while the removal waits: from the app's pod gone (its
+	// volume unmounted, its object deleted) to the node DaemonSet's deletion takes the fence's
+	// settle time and little more. Both are polled every 50 ms.
+	podGone := pollUntil(ctx, t, "the app's pod gone", func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(app), &corev1.Pod{}))
+	})
+	driverDeleted := pollUntil(ctx, t, "the node DaemonSet deleted", func() bool {
+		var ds appsv1.DaemonSet
+		err := c.Get(ctx, client.ObjectKeyFromObject(node), &ds)
+		return apierrors.IsNotFound(err) || (err == nil && ds.DeletionTimestamp != nil)
+	})
+	took := driverDeleted.Sub(podGone)
+	t.Logf("app's pod gone -> node DaemonSet deleted: %s (bound: %s plus the fence's settle time, %s)", took.Round(10*time.Millisecond), watchedRemovalBound, fenceSettleTime)
+	if took > watchedRemovalBound+fenceSettleTime {
+		t.Errorf("the driver was deleted %s after the app's pod was gone, over %s plus the fence's settle time %s", took, watchedRemovalBound, fenceSettleTime)
+	}
 	if err := testutil.Eventually(ctx, "the driver removed once no pod uses its volume", condition("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse, "DriverRemoved", "")); err != nil {
 		fail(err)
 	}
-	t.Logf("app's pod deleted -> driver removed: %s", time.Since(begin).Round(100*time.Millisecond))
 	if err := c.Get(ctx, client.ObjectKeyFromObject(node), &kept); !apierrors.IsNotFound(err) {
 		t.Errorf("the node DaemonSet after the removal: %v", err)
 	}

@@ -214,9 +214,9 @@ func Operator() definition.Operator {
 				definition.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes"}, []string{"get", "list", "watch", "update", "patch"}),
 				definition.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/status"}, []string{"get", "update", "patch"}),
 				definition.Rule([]string{sharedvolumev1alpha1.GroupVersion.Group}, []string{"sharedvolumes/finalizers"}, []string{"update"}),
-				// The driver is removed only once no pod uses an EFS volume: the operator lists the
-				// pods of the namespaces that hold claims bound to EFS volumes.
-				definition.Rule([]string{""}, []string{"pods"}, []string{"list"}),
+				// The driver is removed only once no pod uses an EFS volume: while a removal is
+				// asked for, and only then, the operator watches the unfinished pods.
+				definition.Rule([]string{""}, []string{"pods"}, []string{"list", "watch"}),
 				// The removal fence (a ValidatingAdmissionPolicy and its binding) refuses new uses
 				// of EFS volumes while the driver is removed. Creating one cannot be limited by name.
 				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
