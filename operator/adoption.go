@@ -3,9 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
@@ -33,7 +31,7 @@ const (
 	reasonWaitingNewDriver  = "WaitingForNewDriver"
 	reasonAdoptionFailed    = "AdoptionFailed"
 	reasonCSIDriverMismatch = "CSIDriverSpecDiffers"
-	reasonSecondNodePlugin  = "CommunityDriverInAnotherNamespace"
+	reasonSecondNodePlugin  = "SecondNodePlugin"
 )
 
 // recheckConflict is how soon a refused deployment looks again for the conflicting DaemonSet,
@@ -84,8 +82,9 @@ func (c *adoptionController) sync(ctx context.Context, syncCtx factory.SyncConte
 		return c.report(ctx, operatorv1.ConditionTrue, reasonAdoptionFailed, err.Error(), err)
 	}
 	if len(conflicts) > 0 {
-		// Both node plugins would serve efs.csi.aws.com on every node, on the same host port:
-		// the driver is not deployed until the other one is gone.
+		// Both node plugins would serve efs.csi.aws.com on every node, on the same socket: the
+		// driver is not deployed, or no longer applied, until the other one is gone.
+		c.gate.setAdopted(false)
 		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), recheckConflict)
 		return c.report(ctx, operatorv1.ConditionTrue, reasonSecondNodePlugin, secondNodePluginMessage(conflicts), nil)
 	}
@@ -125,37 +124,18 @@ func (c *adoptionController) report(ctx context.Context, degraded operatorv1.Con
 	return syncErr
 }
 
-// nodePluginsElsewhere lists, as namespace/name, the community driver's node DaemonSets outside
-// this operator's namespace: those it cannot adopt in place. They are found by the community
-// operator's ownership label and by the DaemonSet's name.
-func (c *adoptionController) nodePluginsElsewhere(ctx context.Context) ([]string, error) {
-	found := map[string]bool{}
-	for _, opts := range []metav1.ListOptions{
-		{LabelSelector: efs.CommunityOwnedLabel},
-		{FieldSelector: "metadata.name=" + efs.NodeDaemonSet},
-	} {
-		list, err := c.kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, opts)
-		if err != nil {
-			return nil, fmt.Errorf("looking for community node plugins in other namespaces: %w", err)
-		}
-		for _, ds := range list.Items {
-			if ds.Namespace != c.namespace {
-				found[ds.Namespace+"/"+ds.Name] = true
-			}
-		}
+// nodePluginsElsewhere finds the other node plugins of efs.csi.aws.com (foreignNodePlugins)
+// from every DaemonSet and CSINode of the cluster: few objects, read only while the CR is Managed.
+func (c *adoptionController) nodePluginsElsewhere(ctx context.Context) ([]nodePlugin, error) {
+	daemonSets, err := c.kube.AppsV1().DaemonSets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("looking for other node plugins of %s: %w", efs.DriverName, err)
 	}
-	return slices.Sorted(maps.Keys(found)), nil
-}
-
-func secondNodePluginMessage(conflicts []string) string {
-	var commands []string
-	for _, c := range conflicts {
-		ns, name, _ := strings.Cut(c, "/")
-		commands = append(commands, fmt.Sprintf("oc delete daemonset %s -n %s", name, ns))
+	csiNodes, err := c.kube.StorageV1().CSINodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading the nodes' CSI driver registrations: %w", err)
 	}
-	return fmt.Sprintf("the community driver's DaemonSet %s would run a second node plugin of %s next to this one, "+
-		"so the driver is not deployed; uninstall the community aws-efs-operator, then run: %s",
-		strings.Join(conflicts, ", "), efs.DriverName, strings.Join(commands, "; "))
+	return foreignNodePlugins(c.namespace, daemonSets.Items, csiNodes.Items), nil
 }
 
 // prepare readies the community objects for library-go's apply, and returns those it changed.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/communityefscrd"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -129,53 +130,88 @@ func TestAdoptsTheCommunityDriverInPlace(t *testing.T) {
 	}
 }
 
-// TestNeverTwoNodePlugins: a community driver left in another namespace (the community operator
-// uninstalled, the supported one installed into its own namespace) cannot be adopted in place.
-// The operator deploys nothing while it runs, says why and how to fix it, and deploys the driver
-// once it is gone.
+// TestNeverTwoNodePlugins: another node plugin of efs.csi.aws.com that cannot be adopted in
+// place (a community driver left in another namespace; OpenShift's own operator's, from its
+// shipped manifest, in this operator's namespace) keeps the operator from deploying its own. It
+// says who installed the other plugin and how to remove it, and deploys the driver once it is
+// gone, as the message's commands leave it.
 func TestNeverTwoNodePlugins(t *testing.T) {
 	fixture.SetOperatorEnv(t)
-	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	const elsewhere = "openshift-operators"
-	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}))
-	community := &appsv1.DaemonSet{}
-	for _, o := range seedCommunityInstallIn(ctx, t, h, elsewhere) {
-		if ds, ok := o.(*appsv1.DaemonSet); ok {
-			community = ds
-		}
-	}
-
-	h.runOperator()
-	h.createCR(ctx, efs.CRName, operatorv1.Managed)
-	must(t, eventually(ctx, "the refusal", func(ctx context.Context) error {
-		cr, err := h.cr(ctx)
-		if err != nil {
-			return err
-		}
-		for _, c := range cr.Status.Conditions {
-			if c.Type == "AWSEFSDriverAdoptionDegraded" {
-				if c.Status != operatorv1.ConditionTrue || !strings.Contains(c.Message, "oc delete daemonset efs-csi-node -n "+elsewhere) {
-					return fmt.Errorf("%s=%s: %s", c.Type, c.Status, c.Message)
+	for _, tc := range []struct {
+		name string
+		// seed creates the other plugin and returns its DaemonSet.
+		seed func(ctx context.Context, t *testing.T, h *harness) *appsv1.DaemonSet
+		says []string
+	}{{
+		name: "community driver in another namespace",
+		seed: func(ctx context.Context, t *testing.T, h *harness) *appsv1.DaemonSet {
+			const elsewhere = "openshift-operators"
+			must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}))
+			for _, o := range seedCommunityInstallIn(ctx, t, h, elsewhere) {
+				if ds, ok := o.(*appsv1.DaemonSet); ok {
+					return ds
 				}
-				return nil
 			}
-		}
-		return fmt.Errorf("no AWSEFSDriverAdoptionDegraded condition")
-	}))
-	// The refusal is written on every sync; the operand controllers, gated until adoption, have
-	// had the same time to act.
-	for _, obj := range []client.Object{
-		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}},
-	} {
-		if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
-			t.Errorf("%T %s exists next to the community node plugin (%v)", obj, obj.GetName(), err)
-		}
-	}
+			t.Fatal("the community install has no DaemonSet")
+			return nil
+		},
+		says: []string{"DaemonSet openshift-operators/efs-csi-node of the community aws-efs-operator", "oc delete daemonset efs-csi-node -n openshift-operators"},
+	}, {
+		name: "OpenShift's operator in this namespace",
+		seed: func(ctx context.Context, t *testing.T, h *harness) *appsv1.DaemonSet {
+			ds := operator.InstallerDaemonSet(t, "openshift-csi-operator-node.yaml", ns)
+			must(t, h.c.Create(ctx, &ds))
+			return &ds
+		},
+		says: []string{
+			"DaemonSet " + ns + "/aws-efs-csi-driver-node of OpenShift's AWS EFS CSI Driver Operator",
+			"oc delete subscription,clusterserviceversion -n " + ns + " -l operators.coreos.com/aws-efs-csi-driver-operator." + ns,
+			"oc delete daemonset aws-efs-csi-driver-node -n " + ns,
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			other := tc.seed(ctx, t, h)
+			h.runOperator()
+			h.createCR(ctx, efs.CRName, operatorv1.Managed)
+			must(t, eventually(ctx, "the refusal", func(ctx context.Context) error {
+				cr, err := h.cr(ctx)
+				if err != nil {
+					return err
+				}
+				for _, c := range cr.Status.Conditions {
+					if c.Type != "AWSEFSDriverAdoptionDegraded" {
+						continue
+					}
+					if c.Status != operatorv1.ConditionTrue || c.Reason != "SecondNodePlugin" {
+						return fmt.Errorf("%s=%s %s: %s", c.Type, c.Status, c.Reason, c.Message)
+					}
+					for _, want := range tc.says {
+						if !strings.Contains(c.Message, want) {
+							t.Errorf("the refusal lacks %q: %s", want, c.Message)
+						}
+					}
+					return nil
+				}
+				return fmt.Errorf("no AWSEFSDriverAdoptionDegraded condition")
+			}))
+			// The refusal is written on every sync; the operand controllers, gated until
+			// adoption, have had the same time to act.
+			for _, obj := range []client.Object{
+				&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}},
+				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}},
+			} {
+				if err := h.c.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+					t.Errorf("%T %s exists next to the other node plugin (%v)", obj, obj.GetName(), err)
+				}
+			}
 
-	must(t, h.c.Delete(ctx, community))
-	must(t, eventually(ctx, "the driver's node DaemonSet", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}})))
-	must(t, eventually(ctx, "the refusal to clear", h.conditionIs("AWSEFSDriverAdoptionDegraded", operatorv1.ConditionFalse)))
+			must(t, h.c.Delete(ctx, other))
+			must(t, eventually(ctx, "the driver's node DaemonSet", h.exists(&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}})))
+			must(t, eventually(ctx, "the refusal to clear", h.conditionIs("AWSEFSDriverAdoptionDegraded", operatorv1.ConditionFalse)))
+		})
+	}
 }

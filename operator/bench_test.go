@@ -77,7 +77,11 @@ func createUnrelated(ctx context.Context, b *testing.B, config *rest.Config, n i
 	fast.QPS, fast.Burst = 5000, 5000
 	kube := kubernetes.NewForConfigOrDie(fast)
 	for i := range 10 {
-		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%d", i)}}, metav1.CreateOptions{})
+		name := fmt.Sprintf("unrelated-%d", i)
+		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		must(b, err)
+		// No controller manager runs to create it, and pods are admitted only with it.
+		_, err = kube.CoreV1().ServiceAccounts(name).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
 		must(b, err)
 	}
 	must(b, testutil.Parallel(n, func(i int) error {
@@ -106,15 +110,7 @@ func createUnrelated(ctx context.Context, b *testing.B, config *rest.Config, n i
 		}, metav1.CreateOptions{})
 		// A pod of an app that uses its claim, as most pods of a busy cluster do not: the
 		// operator must not watch it unless a removal waits for pods.
-		_, err4 := kube.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1"}},
-				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
-					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name},
-				}}},
-			},
-		}, metav1.CreateOptions{})
+		_, err4 := kube.CoreV1().Pods(ns).Create(ctx, fixture.PodUsing(ns, name, name), metav1.CreateOptions{})
 		return errors.Join(err1, err2, err3, err4)
 	}))
 }

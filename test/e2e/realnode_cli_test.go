@@ -30,12 +30,9 @@ import (
 // TestCLIImageOnRealNode runs the csi-olm image a release publishes, as tools.txt pins it, on the
 // real node's containerd, as a pipeline runs it: catalogs mounted at the image's working
 // directory, a verb or the CI recipe's script per pod, the verdict in the container's exit status.
-func TestCLIImageOnRealNode(t *testing.T) {
-	s := startRealNode(t)
-	p := publish(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-
+// cliImage is the csi-olm image the release published, as its tools file names it.
+func (p *published) cliImage(t testing.TB) string {
+	t.Helper()
 	tools, err := os.ReadFile(filepath.Join(p.dir, release.ToolsFile))
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +41,16 @@ func TestCLIImageOnRealNode(t *testing.T) {
 	if !ok {
 		t.Fatalf("%s: %q, want the csi-olm image", release.ToolsFile, tools)
 	}
+	return image
+}
+
+func TestCLIImageOnRealNode(t *testing.T) {
+	s := startRealNode(t)
+	p := publish(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	image := p.cliImage(t)
 	ns := cliNamespace(t, s, "csi-olm-cli")
 	pods := 0
 	// start runs the image's container c in a pod of its own, with work mounted at the image's

@@ -183,7 +183,7 @@ func TestAdminQuickStartOnRealNode(t *testing.T) {
 	}
 	ready := appTeamMountsASharedVolume(ctx, t, s)
 	t.Logf("SharedVolume created -> Ready: %s", ready.Round(100*time.Millisecond))
-	removalWaitsForTheApp(ctx, t, s, pod)
+	removalWaitsForTheApp(ctx, t, s, pod, p.cliImage(t))
 	operatorStaysUp(ctx, t, s, pod, readySince, time.Minute)
 
 	admin.runSection(ctx, t, blocks, uninstallSection)
@@ -314,7 +314,7 @@ func pollUntil(ctx context.Context, t *testing.T, what string, done func() bool)
 	}
 }
 
-func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod) {
+func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, operator *corev1.Pod, shellImage string) {
 	t.Helper()
 	c, driverNS := s.Client, operator.Namespace
 	setState := func(state operatorv1.ManagementState) {
@@ -390,7 +390,9 @@ func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, 
 	if err := c.Get(ctx, client.ObjectKey{Name: volumes.PVName(&sv)}, &corev1.PersistentVolume{}); err != nil {
 		t.Errorf("the SharedVolume's PersistentVolume after the driver's removal: %v", err)
 	}
-	setState(operatorv1.Managed)
+	// The driver is gone: OpenShift's own operator's node plugin, found running when the CR is
+	// Managed again, is refused, and removed as the refusal says.
+	openShiftsPluginRefused(ctx, t, s, operator, shellImage, setState)
 	waitDriverRunning(ctx, t, s, driverNS)
 }
 

@@ -205,7 +205,8 @@ func Operator() definition.Operator {
 				rules.UseSCC("privileged"),
 				// The community operator's SCC is removed once its driver is adopted.
 				definition.Rule([]string{"security.openshift.io"}, []string{"securitycontextconstraints"}, []string{"get", "delete"}, efs.CommunitySCC),
-				// A community node plugin left in another namespace is found, never touched.
+				// Any other node plugin of the driver is found, never touched; the CSINodes it
+				// also reads are in the provisioner's rules the operator holds.
 				definition.Rule([]string{"apps"}, []string{"daemonsets"}, []string{"list"}),
 				// SharedVolumes create claims in the app teams' namespaces; the allow-list is
 				// read from namespace annotations.
