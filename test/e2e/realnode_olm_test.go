@@ -13,6 +13,7 @@ import (
 	"time"
 
 	operatorv1 "github.com/openshift/api/operator/v1"
+	"github.com/openshift/library-go/pkg/operator/v1helpers"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -295,9 +296,8 @@ func volumeMetricsReachTheNodePlugin(ctx context.Context, t *testing.T, s *testb
 // SharedVolume on the node: the driver stays and the condition names the pod. Once the pod is
 // gone, the driver is removed and the SharedVolume's volume stays; Managed brings the driver back.
 // watchedRemovalBound is how soon, past the fence's settle time, the driver is deleted after the
-// last pod using an EFS volume is gone; fenceSettleTime is the operator's fenceSettle, the time
-// the fence must have refused before the last look.
-const watchedRemovalBound, fenceSettleTime = 2 * time.Second, time.Second
+// last pod using an EFS volume is gone.
+const watchedRemovalBound = 2 * time.Second
 
 // pollUntil polls done every 50 ms and returns when it first held.
 func pollUntil(ctx context.Context, t *testing.T, what string, done func() bool) time.Time {
@@ -367,19 +367,33 @@ func removalWaitsForTheApp(ctx context.Context, t *testing.T, s *testbed.Stack, 
 	}
 	// The operator watches the pods while the removal waits: from the app's pod gone (its
 	// volume unmounted, its object deleted) to the node DaemonSet's deletion takes the fence's
-	// settle time and little more. Both are polled every 50 ms.
+	// settle time (from the fence raised, shown as the phase FencingVolumes or SettlingFence,
+	// until the removal deletes, within the sync that then reports RemovingDriver) and at most
+	// watchedRemovalBound more. Polled every 50 ms.
 	podGone := pollUntil(ctx, t, "the app's pod gone", func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(app), &corev1.Pod{}))
 	})
+	var fenced time.Time
 	driverDeleted := pollUntil(ctx, t, "the node DaemonSet deleted", func() bool {
+		var cr operatorv1.ClusterCSIDriver
+		if err := c.Get(ctx, client.ObjectKey{Name: efs.CRName}, &cr); err == nil && fenced.IsZero() {
+			if cond := v1helpers.FindOperatorCondition(cr.Status.Conditions, "AWSEFSDriverUninstallProgressing"); cond != nil &&
+				(cond.Reason == "FencingVolumes" || cond.Reason == "SettlingFence") {
+				fenced = time.Now()
+			}
+		}
 		var ds appsv1.DaemonSet
 		err := c.Get(ctx, client.ObjectKeyFromObject(node), &ds)
 		return apierrors.IsNotFound(err) || (err == nil && ds.DeletionTimestamp != nil)
 	})
-	took := driverDeleted.Sub(podGone)
-	t.Logf("app's pod gone -> node DaemonSet deleted: %s (bound: %s plus the fence's settle time, %s)", took.Round(10*time.Millisecond), watchedRemovalBound, fenceSettleTime)
-	if took > watchedRemovalBound+fenceSettleTime {
-		t.Errorf("the driver was deleted %s after the app's pod was gone, over %s plus the fence's settle time %s", took, watchedRemovalBound, fenceSettleTime)
+	if fenced.IsZero() {
+		t.Fatal("the removal was never seen raising its fence")
+	}
+	took, settle := driverDeleted.Sub(podGone), driverDeleted.Sub(fenced)
+	t.Logf("app's pod gone -> node DaemonSet deleted: %s = pod gone -> fence raised %s + the fence's settle time %s",
+		took.Round(10*time.Millisecond), fenced.Sub(podGone).Round(10*time.Millisecond), settle.Round(10*time.Millisecond))
+	if took-settle > watchedRemovalBound {
+		t.Errorf("the driver was deleted %s after the app's pod was gone: over %s plus the fence's settle time %s", took, watchedRemovalBound, settle)
 	}
 	if err := testutil.Eventually(ctx, "the driver removed once no pod uses its volume", condition("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse, "DriverRemoved", "")); err != nil {
 		fail(err)
