@@ -56,6 +56,8 @@ type adoptionController struct {
 	daemonSets     appsinformers.DaemonSetInformer
 	csiDriver      *storagev1.CSIDriver
 	gate           *gate
+	// prepared is set once the community objects were readied for library-go's apply.
+	prepared bool
 }
 
 func newAdoptionController(c *adoptionController, recorder events.Recorder) factory.Controller {
@@ -74,9 +76,9 @@ func (c *adoptionController) sync(ctx context.Context, syncCtx factory.SyncConte
 	if err != nil {
 		return err
 	}
-	if spec.ManagementState != operatorv1.Managed {
-		return nil
-	}
+	// Other node plugins are looked for whatever the state: one that appears while the CR is
+	// Removed closes the gate before the CR is Managed again, so that the operand controllers,
+	// which react to that change as fast as this controller, never apply next to it.
 	conflicts, err := c.nodePluginsElsewhere(ctx)
 	if err != nil {
 		return c.report(ctx, operatorv1.ConditionTrue, reasonAdoptionFailed, err.Error(), err)
@@ -88,10 +90,17 @@ func (c *adoptionController) sync(ctx context.Context, syncCtx factory.SyncConte
 		syncCtx.Queue().AddAfter(syncCtx.QueueKey(), recheckConflict)
 		return c.report(ctx, operatorv1.ConditionTrue, reasonSecondNodePlugin, secondNodePluginMessage(conflicts), nil)
 	}
+	if spec.ManagementState != operatorv1.Managed {
+		// The gate stays as adoption left it: a removal stopped by a volume in use puts back
+		// what it removed only through an open gate.
+		c.gate.setAdopted(c.prepared)
+		return c.report(ctx, operatorv1.ConditionFalse, reasonAdopted, "", nil)
+	}
 	adopted, err := c.prepare(ctx, syncCtx.Recorder())
 	if err != nil {
 		return c.report(ctx, operatorv1.ConditionTrue, reasonAdoptionFailed, err.Error(), err)
 	}
+	c.prepared = true
 	c.gate.setAdopted(true)
 	if len(adopted) > 0 {
 		syncCtx.Recorder().Eventf("CommunityDriverAdopted", "Took over the community driver's %v in place", adopted)
