@@ -20,7 +20,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
@@ -110,7 +109,6 @@ type outcome struct {
 // itself, when the fence refuses new uses.
 type lifecycle struct {
 	operatorClient v1helpers.OperatorClientWithFinalizers
-	kube           kubernetes.Interface
 	dynamic        dynamic.Interface
 	mapper         meta.RESTMapper
 	volumes        corelisters.PersistentVolumeLister

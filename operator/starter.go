@@ -156,7 +156,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	volumes := volumeInformers.Core().V1().PersistentVolumes()
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kubeClient.Discovery()))
 	lc := &lifecycle{
-		operatorClient: operatorClient, kube: kubeClient, dynamic: dynamicClient, mapper: mapper, volumes: volumes.Lister(),
+		operatorClient: operatorClient, dynamic: dynamicClient, mapper: mapper, volumes: volumes.Lister(),
 		objects: objects, gate: g, fence: fence, pods: &podWatch{kube: kubeClient},
 	}
 	nodeCredentials, err := read(assets.NodeCredentialsFile)

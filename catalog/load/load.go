@@ -122,12 +122,9 @@ func Open(ctx context.Context, arg string, opts ...remote.Option) (*Catalog, err
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: no such directory, and %w", arg, err)
 	}
-	configs, err := labelled(img, containertools.ConfigsLocationLabel)
+	configs, err := labelled(img, "catalog image "+arg, containertools.ConfigsLocationLabel, "a file-based catalog image")
 	if err != nil {
-		return nil, fmt.Errorf("catalog image %s: %w", arg, err)
-	}
-	if configs == "" {
-		return nil, fmt.Errorf("catalog image %s has no %s label: it is not a file-based catalog image", arg, containertools.ConfigsLocationLabel)
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "csi-olm-catalog-")
 	if err != nil {
@@ -166,12 +163,9 @@ func BundleManifests(ctx context.Context, ref string) (map[string][]byte, error)
 	if err != nil {
 		return nil, fmt.Errorf("bundle image %s: %w", ref, err)
 	}
-	manifests, err := labelled(img, bundle.ManifestsLabel)
+	manifests, err := labelled(img, "bundle image "+ref, bundle.ManifestsLabel, "a bundle image")
 	if err != nil {
-		return nil, fmt.Errorf("bundle image %s: %w", ref, err)
-	}
-	if manifests == "" {
-		return nil, fmt.Errorf("bundle image %s has no %s label: it is not a bundle image", ref, bundle.ManifestsLabel)
+		return nil, err
 	}
 	files := map[string][]byte{}
 	n, err := unpack(img, manifests, func(rel string, r io.Reader) error {
@@ -277,16 +271,16 @@ func (r Registry) confName() string {
 	return "registries.conf ($CONTAINERS_REGISTRIES_CONF, /etc/containers/registries.conf)"
 }
 
-// labelled is the directory an image's label names, without its slashes; "" when it has no such
-// label.
-func labelled(img v1.Image, label string) (string, error) {
+// labelled is the directory an image's label names, without its slashes. An image without the
+// label is refused as not being kind; errors name the image as name.
+func labelled(img v1.Image, name, label, kind string) (string, error) {
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
 	dir := cfg.Config.Labels[label]
 	if dir == "" {
-		return "", nil
+		return "", fmt.Errorf("%s has no %s label: it is not %s", name, label, kind)
 	}
 	return strings.Trim(path.Clean(dir), "/"), nil
 }

@@ -22,27 +22,36 @@ type StuckSwitch struct {
 	Why         string `json:"why"`
 }
 
+// failedInstallPlan is the InstallPlan the Subscription points at when OLM failed it, else nil.
+func failedInstallPlan(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription) (*operatorsv1alpha1.InstallPlan, error) {
+	ref := sub.Status.InstallPlanRef
+	if ref == nil {
+		return nil, nil
+	}
+	var ip operatorsv1alpha1.InstallPlan
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &ip); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading InstallPlan %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	if ip.Status.Phase != operatorsv1alpha1.InstallPlanPhaseFailed {
+		return nil, nil
+	}
+	return &ip, nil
+}
+
 // stuckSwitch recognises a Subscription already on the target whose InstallPlan failed, as a
 // switch by hand leaves it when OLM refuses the new CRD, and returns the CSV that InstallPlan was
 // to replace: the one OLM moved to Replacing and that still runs. A failed InstallPlan on a
 // Subscription that is not on the target is refused: the verb would switch it onward from a
 // state it cannot plan from.
 func stuckSwitch(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Subscription, to Endpoint) (*StuckSwitch, string, error) {
-	ref := sub.Status.InstallPlanRef
-	if ref == nil {
-		return nil, "", nil
+	ip, err := failedInstallPlan(ctx, c, sub)
+	if ip == nil || err != nil {
+		return nil, "", err
 	}
-	var ip operatorsv1alpha1.InstallPlan
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &ip); {
-	case apierrors.IsNotFound(err):
-		return nil, "", nil
-	case err != nil:
-		return nil, "", fmt.Errorf("reading InstallPlan %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	if ip.Status.Phase != operatorsv1alpha1.InstallPlanPhaseFailed {
-		return nil, "", nil
-	}
-	why := installPlanWhy(&ip)
+	why := installPlanWhy(ip)
 	onTarget := sub.Spec.CatalogSource == to.Source && sub.Spec.CatalogSourceNamespace == to.SourceNamespace && (to.Channel == "" || to.Channel == sub.Spec.Channel)
 	if !onTarget {
 		return nil, "", fmt.Errorf("Subscription %s/%s is stuck on InstallPlan %s, which OLM failed: %s. Run this verb with the catalog the Subscription now names (--source %s --source-namespace %s) to clear it once the cause is fixed; nothing was changed",
@@ -78,22 +87,12 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 	if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
 		return fmt.Errorf("reading Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
 	}
-	ref := sub.Status.InstallPlanRef
-	if ref == nil {
-		return nil
-	}
-	var ip operatorsv1alpha1.InstallPlan
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, &ip); {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return fmt.Errorf("reading InstallPlan %s/%s: %w", ref.Namespace, ref.Name, err)
-	}
-	if ip.Status.Phase != operatorsv1alpha1.InstallPlanPhaseFailed || !slices.Contains(ip.Spec.ClusterServiceVersionNames, plan.Upgrade.Head) {
-		return nil
+	ip, err := failedInstallPlan(ctx, c, &sub)
+	if ip == nil || err != nil || !slices.Contains(ip.Spec.ClusterServiceVersionNames, plan.Upgrade.Head) {
+		return err
 	}
 	fmt.Fprintf(progress, "InstallPlan %s/%s, which installs %s, failed before (%s): csi-olm clears it so that OLM tries the upgrade again\n",
-		ip.Namespace, ip.Name, plan.Upgrade.Head, installPlanWhy(&ip))
+		ip.Namespace, ip.Name, plan.Upgrade.Head, installPlanWhy(ip))
 	from := plan.InstalledCSV
 	for _, name := range ip.Spec.ClusterServiceVersionNames {
 		if name == plan.InstalledCSV {
@@ -139,7 +138,7 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 	// Last, as OLM makes a new InstallPlan for a Subscription whose InstallPlan is gone: the
 	// status no longer points at it by now, so OLM resolves from the installed CSV.
 	fmt.Fprintf(progress, "  deleting InstallPlan %s\n", ip.Name)
-	if err := deleteAndWait(ctx, c, &ip); err != nil {
+	if err := deleteAndWait(ctx, c, ip); err != nil {
 		return fmt.Errorf("deleting InstallPlan %s/%s: %w", ip.Namespace, ip.Name, err)
 	}
 	return nil
