@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/operator/fencecrd"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -44,6 +45,14 @@ func newHarness(t testing.TB, level testbed.Level, opts testbed.OpenShiftOptions
 		t.Fatal(err)
 	}
 	if err := s.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	// As OLM would from the bundle: the removal fence's parameters.
+	fenceCRD, err := testbed.DecodeCRD(fencecrd.RemovalFences)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.InstallCRDs(ctx, s.Client, fenceCRD); err != nil {
 		t.Fatal(err)
 	}
 	return &harness{t: t, stack: s, c: s.Client, kube: kubernetes.NewForConfigOrDie(s.Config)}

@@ -144,7 +144,8 @@ func newLifecycleController(l *lifecycle, recorder events.Recorder, volumes fact
 func (l *lifecycle) sync(ctx context.Context, syncCtx factory.SyncContext) error {
 	spec, status, _, err := l.operatorClient.GetOperatorState()
 	if apierrors.IsNotFound(err) {
-		return nil
+		// A fence a deleted CR's removal could not take down is not left refusing for good.
+		return l.fence.lower(ctx)
 	}
 	if err != nil {
 		return err
@@ -223,14 +224,7 @@ func (l *lifecycle) enter(ctx context.Context, next phase) error {
 	if to.fence || l.fenceHeld() > 0 {
 		return nil
 	}
-	objMeta, err := l.operatorClient.GetObjectMeta()
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return l.fence.lower(ctx, objMeta.Annotations)
+	return l.fence.lower(ctx)
 }
 
 // fenceHeld is how much longer a stopped removal keeps the fence up.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/klog/v2"
@@ -71,6 +72,10 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 		return err
 	}
 	dynamicClient, err := dynamic.NewForConfig(config)
+	if err != nil {
+		return err
+	}
+	metadataClient, err := metadata.NewForConfig(config)
 	if err != nil {
 		return err
 	}
@@ -149,7 +154,7 @@ func RunOperator(ctx context.Context, cc *controllercmd.ControllerContext) error
 	if err != nil {
 		return err
 	}
-	fence := newRemovalFence(kubeClient, dynamicClient)
+	fence := newRemovalFence(kubeClient, dynamicClient, metadataClient, ns)
 	// The lifecycle reads every PersistentVolume of the cluster, each reduced to what tells an
 	// EFS volume and its claim.
 	volumeInformers := informers.NewSharedInformerFactoryWithOptions(kubeClient, resync, informers.WithTransform(efsVolumesOnly))

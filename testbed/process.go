@@ -124,13 +124,19 @@ func hasMarker(pid int, stack string) bool {
 }
 
 // RSS returns the resident memory of a process in bytes, 0 when it is gone.
-func RSS(pid int) uint64 {
+func RSS(pid int) uint64 { return memoryStatus(pid, "VmRSS:") }
+
+// PeakRSS returns the most resident memory a process has had, in bytes, 0 when it is gone.
+func PeakRSS(pid int) uint64 { return memoryStatus(pid, "VmHWM:") }
+
+// memoryStatus reads a memory figure, in kB, of /proc/PID/status.
+func memoryStatus(pid int, field string) uint64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			var kb uint64
 			fmt.Sscanf(strings.TrimSpace(rest), "%d", &kb)
 			return kb * 1024

@@ -154,6 +154,10 @@ type OwnedCRD struct {
 	Manifest []byte
 	// Example is the object shown in alm-examples; it must be valid against the CRD.
 	Example runtime.Object
+	// Internal marks a CRD only the operator writes: OperatorHub hides it
+	// (operators.operatorframework.io/internal-objects) and it has no example, which would
+	// invite users to create one.
+	Internal bool
 }
 
 // Release is one version of an operator: one bundle.

@@ -246,6 +246,12 @@ func (v *validator) checkOwnedCRDs(where string, crds []OwnedCRD) {
 		if owned.DisplayName == "" || owned.Description == "" {
 			v.addf(where, "%s needs a display name and a description for OperatorHub", at)
 		}
+		if owned.Internal {
+			if owned.Example != nil {
+				v.addf(where, "%s is internal: an example in alm-examples would invite users to create one", at)
+			}
+			continue
+		}
 		if owned.Example == nil {
 			v.addf(where, "%s has no example for alm-examples", at)
 			continue

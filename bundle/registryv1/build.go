@@ -223,6 +223,19 @@ func CSV(o *definition.Operator, r definition.Release) (*v1alpha1.ClusterService
 	if o.ClusterMonitoring {
 		annotations["operatorframework.io/cluster-monitoring"] = "true"
 	}
+	var internal []string
+	for _, c := range o.OwnedCRDs {
+		if c.Internal {
+			internal = append(internal, c.Name)
+		}
+	}
+	if len(internal) > 0 {
+		raw, err := json.Marshal(internal)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the internal objects: %w", err)
+		}
+		annotations["operators.operatorframework.io/internal-objects"] = string(raw)
+	}
 	if o.InitializationResource != nil {
 		m, err := manifestMap(o.InitializationResource)
 		if err != nil {
@@ -334,6 +347,9 @@ func relatedImages(o *definition.Operator, r definition.Release) []v1alpha1.Rela
 func almExamples(crds []definition.OwnedCRD) (string, error) {
 	examples := make([]map[string]any, 0, len(crds))
 	for _, c := range crds {
+		if c.Internal {
+			continue
+		}
 		m, err := manifestMap(c.Example)
 		if err != nil {
 			return "", fmt.Errorf("example of %s: %w", c.Name, err)

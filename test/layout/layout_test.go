@@ -75,6 +75,8 @@ var leaves = []string{
 	"internal/",
 	"sharedvolume/api/",
 	"sharedvolume/crd",
+	"operator/api/",
+	"operator/fencecrd",
 	"operator/assets",
 	"bundle/drivers/icons",
 	"docs/ci",

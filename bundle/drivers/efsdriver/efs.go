@@ -16,6 +16,8 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/drivers/icons"
 	"github.com/csi-olm/csi-olm/bundle/drivers/internal/rules"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	fencev1alpha1 "github.com/csi-olm/csi-olm/operator/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/operator/fencecrd"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 )
@@ -125,7 +127,8 @@ stay, with their data. While it waits, EFS volumes are provisioned as usual; set
 ClusterCSIDriver back to Managed keeps the driver (a deletion cannot be undone: create the
 ClusterCSIDriver again once it is gone). For the seconds of the removal itself, the API server
 refuses new EFS PersistentVolumes and new pods on EFS claims (the ValidatingAdmissionPolicy
-aws-efs-csi-driver-removal-fence, Kubernetes 1.30 or later).
+aws-efs-csi-driver-removal-fence, Kubernetes 1.30 or later, over RemovalFences the operator
+writes in its namespace for those seconds only).
 Removing the operator itself leaves the driver and every volume working.
 `
 
@@ -183,6 +186,14 @@ func Operator() definition.Operator {
 				ObjectMeta: metav1.ObjectMeta{Name: "my-shared-volume", Namespace: "my-app"},
 				Spec:       sharedvolumev1alpha1.SharedVolumeSpec{FileSystemID: "fs-0123cdef", AccessPointID: "fsap-0123456789abcdef"},
 			},
+		}, {
+			Name:        efs.RemovalFenceCRD,
+			Version:     fencev1alpha1.GroupVersion.Version,
+			Kind:        fencev1alpha1.Kind,
+			DisplayName: "Removal Fence",
+			Description: "Written by the operator alone, for the seconds in which it removes the driver: the claims no new pod may use.",
+			Manifest:    fencecrd.RemovalFences,
+			Internal:    true,
 		}},
 		NativeAPIs: []metav1.GroupVersionKind{{Group: "operator.openshift.io", Version: "v1", Kind: "ClusterCSIDriver"}},
 		InitializationResource: &operatorv1.ClusterCSIDriver{
@@ -220,8 +231,11 @@ func Operator() definition.Operator {
 				definition.Rule([]string{""}, []string{"pods"}, []string{"list", "watch"}),
 				// The removal fence (a ValidatingAdmissionPolicy and its binding) refuses new uses
 				// of EFS volumes while the driver is removed. Creating one cannot be limited by name.
+				// The API server lets only a user who may read every RemovalFence create a policy
+				// whose parameters they are; the operator writes them in its namespace alone.
 				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"create"}),
 				definition.Rule([]string{"admissionregistration.k8s.io"}, []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"}, []string{"get", "update", "patch"}, efs.RemovalFence),
+				definition.Rule([]string{fencev1alpha1.GroupVersion.Group}, []string{fencev1alpha1.Resource}, []string{"get"}),
 				// New SharedVolumes get their finalizer from a MutatingAdmissionPolicy (one
 				// write less each) while OLM's ClusterRole for this CSV exists: the API server
 				// lets the operator bind it to ClusterRoles, which it may read already.
@@ -236,6 +250,8 @@ func Operator() definition.Operator {
 			// Granted on to the monitoring stack, which discovers the metrics endpoints.
 			definition.Rule([]string{""}, []string{"endpoints"}, definition.ReadOnly),
 			definition.Rule([]string{"monitoring.coreos.com"}, []string{"servicemonitors", "prometheusrules"}, definition.ReadWrite),
+			// The removal fence's parameters, written for the seconds of a removal.
+			definition.Rule([]string{fencev1alpha1.GroupVersion.Group}, []string{fencev1alpha1.Resource}, []string{"list", "create", "patch", "delete"}),
 			// The controller's PodDisruptionBudget.
 			definition.Rule([]string{"policy"}, []string{"poddisruptionbudgets"}, definition.ReadWrite),
 		}),
@@ -245,7 +261,12 @@ func Operator() definition.Operator {
 		DeploymentName:    efs.OperatorName,
 		Deployment:        deployment,
 		Releases:          releases,
-		Waivers:           minorChannelWaivers(releases),
+		Waivers: append(minorChannelWaivers(releases), definition.Waiver{
+			// The warning names no API; the definition's own check gives every CRD that is not
+			// internal an example.
+			Contains: "provided API should have an example annotation",
+			Reason:   "RemovalFence is written by the operator alone and listed in operators.operatorframework.io/internal-objects: an example would invite users to create one",
+		}),
 	}
 }
 

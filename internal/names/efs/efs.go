@@ -20,6 +20,11 @@ const (
 	// PersistentVolumes while the driver is removed: the operator's manifests, its CSV's RBAC
 	// (resourceNames) and the API server's refusals all carry it.
 	RemovalFence = "aws-efs-csi-driver-removal-fence"
+	// RemovalFenceLabel marks the RemovalFences, the fence's parameters, which its binding
+	// selects; the value says which part of the fence one is (head or shard).
+	RemovalFenceLabel = "aws-efs.csi-olm.io/removal-fence"
+	// RemovalFenceCRD is the CustomResourceDefinition of RemovalFences.
+	RemovalFenceCRD = "removalfences.aws-efs.csi-olm.io"
 	// SharedVolumeFinalizerPolicy names the MutatingAdmissionPolicy, and its binding, that put
 	// the SharedVolume finalizer on new SharedVolumes while the operator is installed.
 	SharedVolumeFinalizerPolicy = "aws-efs-sharedvolume-finalizer"
