@@ -250,6 +250,13 @@ func TestValidateRejectsBadDefinitions(t *testing.T) {
 			},
 			want: []string{"example is a /v1, Kind=ConfigMap, not a aws-efs.managed.openshift.io/v1alpha1 SharedVolume"},
 		},
+		{
+			name: "an internal CRD with an example",
+			mutate: func(ops []definition.Operator) {
+				ops[efs].OwnedCRDs[1].Example = ops[efs].OwnedCRDs[0].Example
+			},
+			want: []string{"is internal: an example in alm-examples would invite users to create one"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

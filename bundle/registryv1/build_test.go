@@ -2,6 +2,7 @@ package registryv1_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"path/filepath"
 	"slices"
@@ -249,6 +250,32 @@ func TestExamplesAreValidCustomResources(t *testing.T) {
 				if errs := apiservervalidation.ValidateCustomResource(field.NewPath(""), ex, validator); len(errs) > 0 {
 					t.Errorf("%s: example %s is invalid: %v", b.Dir(), obj.GetName(), errs.ToAggregate())
 				}
+			}
+		}
+	}
+}
+
+// TestEveryOwnedCRDHasAnExampleOrIsInternal: OperatorHub shows an owned CRD with its example, or
+// hides it when the CSV lists it in operators.operatorframework.io/internal-objects; a CRD with
+// neither would be offered with an empty form.
+func TestEveryOwnedCRDHasAnExampleOrIsInternal(t *testing.T) {
+	for _, b := range buildAll(t) {
+		csv := csvOf(t, b)
+		var examples []map[string]any
+		if err := yaml.Unmarshal([]byte(csv.Annotations["alm-examples"]), &examples); err != nil {
+			t.Fatalf("%s: alm-examples is not JSON: %v", b.Dir(), err)
+		}
+		var internal []string
+		if raw, ok := csv.Annotations["operators.operatorframework.io/internal-objects"]; ok {
+			if err := json.Unmarshal([]byte(raw), &internal); err != nil {
+				t.Fatalf("%s: internal-objects is not a JSON list: %v", b.Dir(), err)
+			}
+		}
+		for _, owned := range csv.Spec.CustomResourceDefinitions.Owned {
+			exampled := slices.ContainsFunc(examples, func(ex map[string]any) bool { return ex["kind"] == owned.Kind })
+			hidden := slices.Contains(internal, owned.Name)
+			if exampled == hidden {
+				t.Errorf("%s: owned CRD %s has an example: %v, is internal: %v; want exactly one", b.Dir(), owned.Name, exampled, hidden)
 			}
 		}
 	}
