@@ -48,7 +48,7 @@ func TestOLMv1CommittedBundles(t *testing.T) {
 	if err := v.Run(context.Background()); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if !strings.Contains(out.String(), "8 bundles: 0 errors, 0 warnings, 4 explained warnings") {
+	if !strings.Contains(out.String(), "8 bundles: 0 errors, 0 warnings, 7 explained warnings") {
 		t.Errorf("unexpected summary:\n%s", out.String())
 	}
 }
@@ -506,7 +506,7 @@ func TestOLMv1ThroughValidate(t *testing.T) {
 		"FAIL " + broken + "\n",
 		filepath.Join(broken, csvFile) + ": error: [olmv1/all-namespaces] " + efsHeadCSV + ": spec.installModes supports OwnNamespace but not AllNamespaces",
 		"ok ../manila-csi-driver-operator/4.5.0\n",
-		"2 bundles: 1 errors, 0 warnings, 1 explained warnings",
+		"2 bundles: 1 errors, 0 warnings, 2 explained warnings",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
@@ -529,7 +529,7 @@ func TestValidateGoesOnPastAPathWithoutBundles(t *testing.T) {
 	for _, want := range []string{
 		"FAIL " + empty + "\n  " + empty + ": error: [Load] no bundle under " + empty,
 		"ok " + efsHead + "\n",
-		"1 bundles: 0 errors, 0 warnings, 1 explained warnings, 1 paths without a bundle",
+		"1 bundles: 0 errors, 0 warnings, 2 explained warnings, 1 paths without a bundle",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

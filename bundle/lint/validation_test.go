@@ -30,10 +30,11 @@ func TestCommittedBundlesAreClean(t *testing.T) {
 			}
 		}
 	}
-	// The preview channel of EBS 4.5.0, and the channel each EFS release names after its
-	// OpenShift minor, each carry one explained warning.
-	if explained != 4 {
-		t.Errorf("%d explained warnings, want 4", explained)
+	// The preview channel of EBS 4.5.0 carries one explained warning; each of the three EFS
+	// releases two: the channel it names after its OpenShift minor, and the internal
+	// RemovalFence CRD without an example.
+	if explained != 7 {
+		t.Errorf("%d explained warnings, want 7", explained)
 	}
 }
 

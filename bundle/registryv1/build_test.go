@@ -76,17 +76,17 @@ func csvOf(t *testing.T, b *registryv1.Bundle) *v1alpha1.ClusterServiceVersion {
 func TestCSVContent(t *testing.T) {
 	want := map[string]struct {
 		replaces, skipRange, minKube, defaultChannel, channels, namespace, deployment string
-		ownedCRD                                                                      string
+		ownedCRDs                                                                     string
 		env                                                                           []string
 	}{
 		"aws-efs-operator/0.0.6": {"", "", "1.16.0", "stable", "stable", "openshift-operators", "aws-efs-operator", "sharedvolumes.aws-efs.managed.openshift.io", nil},
 		"aws-efs-operator/0.0.7": {"aws-efs-operator.v0.0.6", "", "1.16.0", "stable", "stable", "openshift-operators", "aws-efs-operator", "sharedvolumes.aws-efs.managed.openshift.io", nil},
 		"aws-efs-operator/0.0.8": {"aws-efs-operator.v0.0.7", "", "1.16.0", "stable", "stable", "openshift-operators", "aws-efs-operator", "sharedvolumes.aws-efs.managed.openshift.io", nil},
-		"aws-efs-operator/4.9.0": {"", ">=0.0.6 <4.9.0", "1.22.0", "stable", "stable,4.9", "openshift-cluster-csi-drivers", "aws-efs-csi-driver-operator", "sharedvolumes.aws-efs.managed.openshift.io",
+		"aws-efs-operator/4.9.0": {"", ">=0.0.6 <4.9.0", "1.22.0", "stable", "stable,4.9", "openshift-cluster-csi-drivers", "aws-efs-csi-driver-operator", "sharedvolumes.aws-efs.managed.openshift.io,removalfences.aws-efs.csi-olm.io",
 			[]string{"DRIVER_IMAGE", "PROVISIONER_IMAGE", "NODE_DRIVER_REGISTRAR_IMAGE", "LIVENESS_PROBE_IMAGE", "KUBE_RBAC_PROXY_IMAGE"}},
-		"aws-efs-operator/4.10.0": {"", ">=0.0.6 <4.10.0", "1.23.0", "stable", "stable,4.10,4.9", "openshift-cluster-csi-drivers", "aws-efs-csi-driver-operator", "sharedvolumes.aws-efs.managed.openshift.io",
+		"aws-efs-operator/4.10.0": {"", ">=0.0.6 <4.10.0", "1.23.0", "stable", "stable,4.10,4.9", "openshift-cluster-csi-drivers", "aws-efs-csi-driver-operator", "sharedvolumes.aws-efs.managed.openshift.io,removalfences.aws-efs.csi-olm.io",
 			[]string{"DRIVER_IMAGE", "PROVISIONER_IMAGE", "NODE_DRIVER_REGISTRAR_IMAGE", "LIVENESS_PROBE_IMAGE", "KUBE_RBAC_PROXY_IMAGE"}},
-		"aws-efs-operator/4.11.0": {"", ">=0.0.6 <4.11.0", "1.24.0", "stable", "stable,4.11,4.10,4.9", "openshift-cluster-csi-drivers", "aws-efs-csi-driver-operator", "sharedvolumes.aws-efs.managed.openshift.io",
+		"aws-efs-operator/4.11.0": {"", ">=0.0.6 <4.11.0", "1.24.0", "stable", "stable,4.11,4.10,4.9", "openshift-cluster-csi-drivers", "aws-efs-csi-driver-operator", "sharedvolumes.aws-efs.managed.openshift.io,removalfences.aws-efs.csi-olm.io",
 			[]string{"DRIVER_IMAGE", "PROVISIONER_IMAGE", "NODE_DRIVER_REGISTRAR_IMAGE", "LIVENESS_PROBE_IMAGE", "KUBE_RBAC_PROXY_IMAGE"}},
 		"aws-ebs-csi-driver-operator/4.5.0": {"", ">=4.3.0 <4.5.0", "1.17.0", "preview", "preview", "openshift-aws-ebs-csi-driver-operator", "aws-ebs-csi-driver-operator", "awsebsdrivers.csi.openshift.io",
 			[]string{"DRIVER_IMAGE", "PROVISIONER_IMAGE", "ATTACHER_IMAGE", "RESIZER_IMAGE", "SNAPSHOTTER_IMAGE", "NODE_DRIVER_REGISTRAR_IMAGE", "LIVENESS_PROBE_IMAGE"}},
@@ -132,11 +132,17 @@ func TestCSVContent(t *testing.T) {
 			if csv.Spec.Description == "" || len(csv.Spec.Icon) != 1 || csv.Spec.Icon[0].MediaType != "image/svg+xml" {
 				t.Errorf("description or icon missing")
 			}
-			if len(csv.Spec.CustomResourceDefinitions.Owned) != 1 || csv.Spec.CustomResourceDefinitions.Owned[0].Name != w.ownedCRD {
-				t.Errorf("owned CRDs = %+v, want only %s", csv.Spec.CustomResourceDefinitions.Owned, w.ownedCRD)
+			var owned []string
+			for _, crd := range csv.Spec.CustomResourceDefinitions.Owned {
+				owned = append(owned, crd.Name)
 			}
-			if _, ok := b.Files["manifests/"+crdFile(w.ownedCRD)]; !ok {
-				t.Errorf("owned CRD %s is not in the bundle", w.ownedCRD)
+			if got := strings.Join(owned, ","); got != w.ownedCRDs {
+				t.Errorf("owned CRDs = %s, want %s", got, w.ownedCRDs)
+			}
+			for _, name := range strings.Split(w.ownedCRDs, ",") {
+				if _, ok := b.Files["manifests/"+crdFile(name)]; !ok {
+					t.Errorf("owned CRD %s is not in the bundle", name)
+				}
 			}
 			var annotations struct{ Annotations map[string]string }
 			if err := yaml.Unmarshal(b.Files[registryv1.AnnotationsFile], &annotations); err != nil {

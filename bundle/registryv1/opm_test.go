@@ -42,8 +42,8 @@ func TestOpmRendersCommittedBundles(t *testing.T) {
 			if len(props.Packages) != 1 || props.Packages[0].Version != b.Version {
 				t.Errorf("olm.package = %+v, want version %s", props.Packages, b.Version)
 			}
-			if len(props.GVKs) != 1 {
-				t.Errorf("olm.gvk = %+v, want the owned CRD's", props.GVKs)
+			if owned := csvOf(t, b).Spec.CustomResourceDefinitions.Owned; len(props.GVKs) != len(owned) {
+				t.Errorf("olm.gvk = %+v, want one for each owned CRD %+v", props.GVKs, owned)
 			}
 			manifests := 0
 			for name := range b.Files {
