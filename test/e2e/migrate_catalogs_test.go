@@ -11,6 +11,7 @@ import (
 	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/csi-olm/csi-olm/catalog/tree"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -81,7 +82,7 @@ func requiresMissingAPI(_ testing.TB, cfg *declcfg.DeclarativeConfig) {
 // CRD stores v1alpha1, so OLM refuses to update it ("risk of data loss") and, once its retry
 // timeout passed, fails the InstallPlan.
 func headCRDDropsStoredVersion(t testing.TB, cfg *declcfg.DeclarativeConfig) {
-	editHeadObject(t, cfg, "CustomResourceDefinition", func(crd map[string]any) {
+	editHeadObject(t, cfg, "CustomResourceDefinition", efs.SharedVolumeCRD, func(crd map[string]any) {
 		versions := crd["spec"].(map[string]any)["versions"].([]any)
 		for _, v := range versions {
 			v.(map[string]any)["name"] = "v1beta1"
@@ -92,7 +93,7 @@ func headCRDDropsStoredVersion(t testing.TB, cfg *declcfg.DeclarativeConfig) {
 // headNeedsUnservedAPI adds to the head CSV's native APIs one the cluster does not serve: OLM
 // installs the CSV and leaves it Pending (RequirementsNotMet).
 func headNeedsUnservedAPI(t testing.TB, cfg *declcfg.DeclarativeConfig) {
-	editHeadObject(t, cfg, "ClusterServiceVersion", func(csv map[string]any) {
+	editHeadObject(t, cfg, "ClusterServiceVersion", certifiedHeadCSV, func(csv map[string]any) {
 		spec := csv["spec"].(map[string]any)
 		native, _ := spec["nativeAPIs"].([]any)
 		spec["nativeAPIs"] = append(native, map[string]any{"group": missingAPI.group, "version": missingAPI.version, "kind": missingAPI.kind})
@@ -113,8 +114,8 @@ func headBundle(t testing.TB, cfg *declcfg.DeclarativeConfig) *declcfg.Bundle {
 	return nil
 }
 
-// editHeadObject edits the one object of a kind that the head bundle embeds.
-func editHeadObject(t testing.TB, cfg *declcfg.DeclarativeConfig, kind string, edit func(map[string]any)) {
+// editHeadObject edits the object of a kind and name that the head bundle embeds.
+func editHeadObject(t testing.TB, cfg *declcfg.DeclarativeConfig, kind, name string, edit func(map[string]any)) {
 	t.Helper()
 	head := headBundle(t, cfg)
 	edited := 0
@@ -126,7 +127,7 @@ func editHeadObject(t testing.TB, cfg *declcfg.DeclarativeConfig, kind string, e
 		must(t, json.Unmarshal(p.Value, &o))
 		var obj map[string]any
 		must(t, json.Unmarshal(o.Data, &obj))
-		if obj["kind"] != kind {
+		if metadata, _ := obj["metadata"].(map[string]any); obj["kind"] != kind || metadata["name"] != name {
 			continue
 		}
 		edit(obj)
@@ -136,6 +137,6 @@ func editHeadObject(t testing.TB, cfg *declcfg.DeclarativeConfig, kind string, e
 		edited++
 	}
 	if edited != 1 {
-		t.Fatalf("bundle %s embeds %d objects of kind %s, want 1", head.Name, edited, kind)
+		t.Fatalf("bundle %s embeds %d objects of kind %s named %s, want 1", head.Name, edited, kind, name)
 	}
 }
