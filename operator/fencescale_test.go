@@ -111,6 +111,15 @@ func (h *harness) removalFences(ctx context.Context) ([]metav1.PartialObjectMeta
 	return fences.Items, nil
 }
 
+// fencesGone reports the RemovalFences left in the operator's namespace, if any.
+func (h *harness) fencesGone(ctx context.Context) error {
+	left, err := h.removalFences(ctx)
+	if err == nil && len(left) > 0 {
+		err = fmt.Errorf("%d RemovalFences left, %s the first", len(left), left[0].Name)
+	}
+	return err
+}
+
 // TestRemovalFenceAtScale: a removal keeps the fence's guarantee with 100,000 EFS claims over
 // 10,000 namespaces, 20,000 of them in one. Writers in the big namespace and in nine others keep
 // creating pods on claims there while the driver is set Removed; a pod admitted before the fence
@@ -209,13 +218,7 @@ func TestRemovalFenceAtScale(t *testing.T) {
 	must(t, eventually(ctx, "the Removed condition", h.conditionWith("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse, "DriverRemoved")))
 	stop()
 	wg.Wait()
-	must(t, eventually(ctx, "the fence's parameters gone", func(ctx context.Context) error {
-		left, err := h.removalFences(ctx)
-		if err == nil && len(left) > 0 {
-			err = fmt.Errorf("%d RemovalFences left", len(left))
-		}
-		return err
-	}))
+	must(t, eventually(ctx, "the fence's parameters gone", h.fencesGone))
 
 	late := 0
 	for i, at := range afterProofAsked {

@@ -23,7 +23,6 @@ import (
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/operator"
-	fencev1alpha1 "github.com/csi-olm/csi-olm/operator/api/v1alpha1"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
@@ -264,17 +263,7 @@ func TestRemovalFenceRefusesNewUsesOnlyWhileRemoving(t *testing.T) {
 		return h.c.Create(ctx, fixture.EFSPV("managed-again"))
 	}))
 	must(t, eventually(ctx, "the SharedVolume Ready", svReady(late, sharedvolumev1alpha1.SharedVolumeReady, controller.ReasonBound, "")))
-	must(t, eventually(ctx, "the fence's parameters gone under Managed", func(ctx context.Context) error {
-		var fences metav1.PartialObjectMetadataList
-		fences.SetGroupVersionKind(fencev1alpha1.GroupVersion.WithKind(fencev1alpha1.Kind + "List"))
-		if err := h.c.List(ctx, &fences, client.InNamespace(ns)); err != nil {
-			return err
-		}
-		if len(fences.Items) > 0 {
-			return fmt.Errorf("%d RemovalFences left, %s the first", len(fences.Items), fences.Items[0].Name)
-		}
-		return nil
-	}))
+	must(t, eventually(ctx, "the fence's parameters gone under Managed", h.fencesGone))
 	release()
 
 	// A deleted CR refuses them during its removal, and says a deletion cannot be undone; once
