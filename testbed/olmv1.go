@@ -27,6 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/olmv1"
 )
 
 // OLM v1 as the stack runs it: catalogd and operator-controller in OLMv1Namespace, each a
@@ -281,16 +283,14 @@ func olmv1Deployment(name, image string, args []string, volumes map[string]corev
 	}
 }
 
-// OLM v1's API, read and written as unstructured objects: the module that defines its Go types
-// is built here only as a tool, outside this module's dependencies.
+// OLM v1's API, as the test bed's callers name it.
 var (
-	ClusterCatalogGVK   = schema.GroupVersionKind{Group: "olm.operatorframework.io", Version: "v1", Kind: "ClusterCatalog"}
-	ClusterExtensionGVK = schema.GroupVersionKind{Group: "olm.operatorframework.io", Version: "v1", Kind: "ClusterExtension"}
+	ClusterCatalogGVK   = olmv1.ClusterCatalogGVK
+	ClusterExtensionGVK = olmv1.ClusterExtensionGVK
 )
 
-// CatalogNameLabel is the label catalogd's webhook puts on every ClusterCatalog, with its name:
-// a ClusterExtension's catalog selector matches on it.
-const CatalogNameLabel = "olm.operatorframework.io/metadata.name"
+// CatalogNameLabel is the label a ClusterExtension's catalog selector matches on.
+const CatalogNameLabel = olmv1.CatalogNameLabel
 
 // CreateClusterCatalog creates a ClusterCatalog for a catalog image, with a priority, and waits
 // until catalogd serves its content.

@@ -714,3 +714,22 @@ func compact(value []byte) string {
 	}
 	return strings.TrimSuffix(out.String(), "\n")
 }
+
+// OLMv1Objects are the objects of a bundle directory's manifests/ as OLM v1 reads them (Lists
+// replaced by their items), for a caller that needs what OLM v1 will apply; OLMv1 says whether
+// it installs them at all.
+func OLMv1Objects(dir string) ([]*unstructured.Unstructured, error) {
+	objs, problems := readManifests(dir)
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.File + ": " + p.Message
+		}
+		return nil, fmt.Errorf("reading bundle %s: %s", dir, strings.Join(msgs, "; "))
+	}
+	var out []*unstructured.Unstructured
+	for _, o := range flatten(objs) {
+		out = append(out, o.Obj)
+	}
+	return out, nil
+}

@@ -182,6 +182,40 @@ func BundleManifests(ctx context.Context, ref string) (map[string][]byte, error)
 	return files, nil
 }
 
+// BundleDir unpacks a bundle image into dir as a bundle directory: the files of the directories
+// its manifests and metadata labels name, under manifests/ and metadata/, as operator-controller
+// reads a bundle. It pulls with ctx's Registry options (WithRegistry).
+func BundleDir(ctx context.Context, ref, dir string) error {
+	img, err := pull(ctx, ref, "bundle")
+	if err != nil {
+		return fmt.Errorf("bundle image %s: %w", ref, err)
+	}
+	for _, part := range []struct{ label, into string }{{bundle.ManifestsLabel, "manifests"}, {bundle.MetadataLabel, "metadata"}} {
+		from, err := labelled(img, "bundle image "+ref, part.label, "a bundle image")
+		if err != nil {
+			return err
+		}
+		n, err := unpack(img, from, func(rel string, r io.Reader) error {
+			target := filepath.Join(dir, part.into, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return err
+			}
+			raw, err := io.ReadAll(r)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(target, raw, 0o644)
+		})
+		if err == nil && n == 0 {
+			err = fmt.Errorf("it has no files under %s", from)
+		}
+		if err != nil {
+			return fmt.Errorf("bundle image %s: %w", ref, err)
+		}
+	}
+	return nil
+}
+
 // pull fetches the image ref names, a catalog or a bundle (kind), with ctx's Registry options,
 // from the first of its pull sources that serves it. Only a reference that names its registry is
 // pulled: a mistyped directory must not become a pull from Docker Hub, nor a relative one

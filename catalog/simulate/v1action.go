@@ -36,7 +36,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		return err
 	}
 	modes := 0
-	for _, on := range []bool{a.Start.CSV != "", a.All} {
+	for _, on := range []bool{a.Start.CSV != "", a.All, a.FromCluster} {
 		if on {
 			modes++
 		}
@@ -81,9 +81,14 @@ func (a *Simulate) runV1(ctx context.Context) error {
 	}
 
 	var starts []v1Start
-	if a.All {
+	switch {
+	case a.FromCluster:
+		if starts, err = clusterV1Starts(ctx, &a.Cluster, r, tc.Arg); err != nil {
+			return err
+		}
+	case a.All:
 		starts = a.v1AllStarts(r, from, fromIdx, a.InstalledFrom == "")
-	} else {
+	default:
 		st, err := a.v1Start(r, from, fromIdx, fromDir, tc.Arg)
 		if err != nil {
 			return err
@@ -127,8 +132,6 @@ func (a *Simulate) runV1(ctx context.Context) error {
 // operator-controller refuses whatever the start: each names the option.
 func (a *Simulate) v1Options() error {
 	switch {
-	case a.FromCluster:
-		return option.Errorf("FromCluster", "reads the cluster's OLM v0 Subscriptions; with --olm v1, start from an installed bundle or from every start of the catalog")
 	case a.Start.Channel != "":
 		return option.Errorf("Start.Channel", "a ClusterExtension's channels are Channels, not the start's")
 	}

@@ -208,7 +208,6 @@ func TestSimulateV1RefusesBadOptions(t *testing.T) {
 		want  string
 	}{
 		{simulate.Simulate{OLM: "v2", All: true}, "OLM", `unknown OLM "v2": use v0 (Subscriptions, resolved by OLM's catalog operator) or v1 (ClusterExtensions, resolved by operator-controller)`},
-		{simulate.Simulate{OLM: "v1", FromCluster: true}, "FromCluster", "reads the cluster's OLM v0 Subscriptions"},
 		{simulate.Simulate{OLM: "v1", All: true, Environment: predict.Environment{Packages: []string{"cert-manager@1.14.4"}}}, "Environment.Packages", "operator-controller resolves no dependencies"},
 		{simulate.Simulate{OLM: "v1", All: true, Environment: predict.Environment{APIs: []string{"cert-manager.io/v1/Issuer"}}}, "Environment.APIs", "operator-controller resolves no dependencies"},
 		{simulate.Simulate{OLM: "v1", All: true, Version: ">=4.10 <<5"}, "Version", `the API server refuses the ClusterExtension: spec.source.catalog.version: Invalid value: ">=4.10 <<5": invalid version expression`},

@@ -35,22 +35,57 @@ func (p Permission) String() string {
 // that changes several objects can refuse before its first change rather than fail halfway.
 // The error names every missing permission.
 func CheckAccess(ctx context.Context, client kubernetes.Interface, permissions []Permission) error {
-	var missing []string
-	for _, p := range permissions {
-		review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
-			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace,
-			}},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("checking whether you may %s: %w", p, err)
-		}
-		if !review.Status.Allowed {
-			missing = append(missing, "  - "+p.String())
-		}
+	missing, err := Missing(ctx, client, nil, permissions)
+	if err != nil {
+		return err
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("you lack %d permissions this migration needs, so nothing was changed:\n%s", len(missing), strings.Join(missing, "\n"))
+		lines := make([]string, len(missing))
+		for i, p := range missing {
+			lines[i] = p.String()
+		}
+		return fmt.Errorf("you lack %d permissions this migration needs, so nothing was changed:\n  - %s", len(missing), strings.Join(lines, "\n  - "))
 	}
 	return nil
+}
+
+// ServiceAccount is a ServiceAccount as the API server authorizes it.
+func ServiceAccount(namespace, name string) *authorizationv1.SubjectAccessReviewSpec {
+	return &authorizationv1.SubjectAccessReviewSpec{
+		User:   "system:serviceaccount:" + namespace + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+}
+
+// Missing returns the permissions, of those given, that subject lacks; a nil subject is the
+// caller.
+func Missing(ctx context.Context, client kubernetes.Interface, subject *authorizationv1.SubjectAccessReviewSpec, permissions []Permission) ([]Permission, error) {
+	var missing []Permission
+	for _, p := range permissions {
+		attrs := &authorizationv1.ResourceAttributes{
+			Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource, Namespace: p.Namespace,
+		}
+		var allowed bool
+		if subject == nil {
+			review, err := client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: attrs},
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("checking whether you may %s: %w", p, err)
+			}
+			allowed = review.Status.Allowed
+		} else {
+			spec := *subject
+			spec.ResourceAttributes = attrs
+			review, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("checking whether %s may %s: %w", subject.User, p, err)
+			}
+			allowed = review.Status.Allowed
+		}
+		if !allowed {
+			missing = append(missing, p)
+		}
+	}
+	return missing, nil
 }

@@ -173,46 +173,6 @@ func waitForOLMv1Operator(ctx context.Context, tb testing.TB, s *testbed.Stack, 
 	return pod
 }
 
-// TestOLMv1OnRealNode installs the EFS operator with OLM v1 (catalogd and operator-controller
-// as pods on the node) from the certified catalog image a release published for OpenShift 4.10:
-// a ClusterCatalog serves it, a ClusterExtension installs 4.10.0, whose operator runs as its CSV
-// ships it with no request refused and deploys the driver for a ClusterCSIDriver. Then the
-// cluster moves to 4.11 as docs/olm-v1.md says: the ClusterCatalog now serves 4.11's catalog image,
-// the ClusterExtension's version moves to 4.11.0, and OLM v1 upgrades the operator in one hop,
-// by 4.11.0's skipRange.
-func TestOLMv1OnRealNode(t *testing.T) {
-	stopRealNode() // a new cluster: OLM v0's Subscriptions of other flows would own the namespace
-	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	p := publish(t, s)
-	timings := olmv1Timings{}
-	from := openshift.Minor{Major: 4, Minor: 10}
-	pod := installWithOLMv1(ctx, t, s, p, from, "4.10.0", timings)
-	assertRunsAsShipped(t, pod, csvDeployment(t, p.csvFile(efsPackage, "4.10.0")))
-	d := deployDriver(ctx, t, s, pod, createClusterCSIDriver(ctx, t, s.Client))
-	t.Logf("ClusterCSIDriver -> driver pods Running and Ready: %s", d.running.Round(100*time.Millisecond))
-
-	begin := time.Now()
-	if err := s.SetClusterCatalogImage(ctx, string(definition.Certified), p.catalogAt(t, definition.Certified, from.Next())); err != nil {
-		t.Fatal(err)
-	}
-	timings["catalog-swap-to-serving-s"] = time.Since(begin)
-	patchOLMv1Catalog(ctx, t, s, map[string]any{"version": "4.11.0"})
-	upgraded := waitForOLMv1Operator(ctx, t, s, p, pod.Namespace, "4.11.0")
-	timings["version-bump-to-operator-ready-s"] = time.Since(begin)
-	assertRunsAsShipped(t, upgraded, p.operator(t))
-	for name, d := range timings {
-		t.Logf("%s: %s", name, d.Round(100*time.Millisecond))
-	}
-	time.Sleep(20 * time.Second)
-	logs := podLog(ctx, kubeClient(s), upgraded)
-	if line := firstLineWith(logs, "forbidden"); line != "" {
-		t.Errorf("the operator installed by OLM v1 was refused by the API server: %s", line)
-	}
-	uninstallWithOLMv1(ctx, t, s, upgraded)
-}
-
 // patchOLMv1Catalog merges fields into the EFS operator's ClusterExtension's
 // spec.source.catalog, as an admin upgrades (version) or moves it (selector) with OLM v1.
 func patchOLMv1Catalog(ctx context.Context, tb testing.TB, s *testbed.Stack, fields map[string]any) {

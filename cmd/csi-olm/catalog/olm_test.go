@@ -28,7 +28,6 @@ func TestOLMFlagsRefuseBadInput(t *testing.T) {
 	}{
 		{[]string{"simulate", certified, "--all", "--olm", "v2"}, `--olm: unknown OLM "v2": use v0 (Subscriptions, resolved by OLM's catalog operator) or v1 (ClusterExtensions, resolved by operator-controller)`},
 		{[]string{"diff", community, certified, "--olm", "V1"}, `--olm: unknown OLM "V1"`},
-		{[]string{"simulate", certified, "--olm", "v1", "--from-cluster"}, "--from-cluster: reads the cluster's OLM v0 Subscriptions; with --olm v1, start from an installed bundle or from every start of the catalog"},
 		{[]string{"simulate", certified, "--olm", "v1", "--all", "--existing-operator", "cert-manager@1.14.4"}, "--existing-operator: operator-controller resolves no dependencies"},
 		{[]string{"simulate", certified, "--olm", "v1", "--all", "--existing-api", "cert-manager.io/v1/Issuer"}, "--existing-api: operator-controller resolves no dependencies"},
 		{[]string{"diff", community, certified, "--olm", "v1", "--existing-api", "cert-manager.io/v1/Issuer"}, "--existing-api: operator-controller resolves no dependencies"},

@@ -70,13 +70,18 @@ installs. With --olm v1:
                                     (add it with --with-catalog to keep it one)
   --all                             every package's new ClusterExtension and every bundle
                                     installed (of --package only, when given)
---from-cluster, --existing-operator and --existing-api are OLM v0's and refused.`,
+  --from-cluster                    every OLM v0 Subscription of the cluster whose package the
+                                    ClusterCatalogs carry, its installed CSV as the installed
+                                    bundle: where OLM v1 takes the install once ` + "`csi-olm migrate olm-v1`" + `
+                                    moved it and its version range allows an upgrade
+--existing-operator and --existing-api are OLM v0's and refused.`,
 		Example: `  csi-olm catalog simulate catalog/certified/v4.11 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/v4.11
   csi-olm catalog simulate catalog/community/v4.11 --all -o yaml
   csi-olm catalog simulate catalog/certified/v4.11 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/v4.11 -o svg > path.svg
   csi-olm catalog simulate catalog/certified/v4.11 --from-cluster --kubeconfig ~/.kube/config
   csi-olm catalog simulate my-catalog --all --with-catalog cert-manager-catalog,priority=10 --existing-api cert-manager.io/v1/Issuer
   csi-olm catalog simulate catalog/certified/v4.11 --olm v1 --all
+  csi-olm catalog simulate catalog/certified/v4.11 --olm v1 --from-cluster --kubeconfig ~/.kube/config
   csi-olm catalog simulate catalog/certified/v4.11 --olm v1 --installed aws-efs-operator.v0.0.6 --installed-from catalog/community/v4.11 --version ">=4.11.0"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

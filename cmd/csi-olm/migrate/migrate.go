@@ -7,8 +7,8 @@ import "github.com/spf13/cobra"
 func NewCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "migrate",
-		Short: "Move installed operators: community EFS to the certified catalog, OLM-installed EBS and Manila to the cluster-storage-operator",
+		Short: "Move installed operators: community EFS to the certified catalog, OLM-installed EBS and Manila to the cluster-storage-operator, OLM v0 installs to OLM v1",
 	}
-	cmd.AddCommand(newSubscription(), newCSO())
+	cmd.AddCommand(newSubscription(), newCSO(), newOLMv1())
 	return cmd
 }

@@ -34,6 +34,21 @@ type Migration struct {
 // checking it against the verb's steps and decoding its facts into recorded, or else the one
 // Subscription of pkg.
 func Begin(ctx context.Context, config *rest.Config, verb, target, pkg string, steps []string, recorded Facts, progress io.Writer) (*Migration, error) {
+	m, err := Resume(ctx, config, verb, target, steps, recorded, progress)
+	if err != nil || m.Journal != nil {
+		return m, err
+	}
+	if m.Subscription, err = olm.TheSubscriptionOf(ctx, m.Client, pkg); err != nil {
+		return nil, err
+	}
+	m.Namespace = m.Subscription.Namespace
+	return m, nil
+}
+
+// Resume connects to the cluster and finds the journal of an earlier run of verb on target,
+// checking it against the verb's steps and decoding its facts into recorded; the Migration's
+// Journal is nil when there is none.
+func Resume(ctx context.Context, config *rest.Config, verb, target string, steps []string, recorded Facts, progress io.Writer) (*Migration, error) {
 	c, err := NewClient(config)
 	if err != nil {
 		return nil, err
@@ -58,12 +73,7 @@ func Begin(ctx context.Context, config *rest.Config, verb, target, pkg string, s
 		}
 		m.Namespace = m.Journal.cm.Namespace
 		fmt.Fprintf(progress, "resuming the migration recorded in ConfigMap %s\n", m.Journal.Ref())
-		return m, nil
 	}
-	if m.Subscription, err = olm.TheSubscriptionOf(ctx, c, pkg); err != nil {
-		return nil, err
-	}
-	m.Namespace = m.Subscription.Namespace
 	return m, nil
 }
 

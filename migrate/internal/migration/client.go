@@ -2,6 +2,7 @@ package migration
 
 import (
 	openshiftoperatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,7 +20,7 @@ import (
 func NewClient(config *rest.Config) (client.Client, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, operatorsv1alpha1.AddToScheme, openshiftoperatorv1.Install,
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, operatorsv1alpha1.AddToScheme, operatorsv1.AddToScheme, openshiftoperatorv1.Install,
 		sharedvolumev1alpha1.AddToScheme, ebsv1alpha1.AddToScheme, manilav1alpha1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {

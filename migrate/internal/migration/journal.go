@@ -218,3 +218,26 @@ func (j *Journal) update(ctx context.Context, change func(map[string]string)) er
 }
 
 func line(s string) string { return time.Now().UTC().Format(time.RFC3339) + " " + s + "\n" }
+
+// Forget deletes the completed journal of verb and target, if there is one: a new run in the
+// other direction starts a record of its own. An unfinished one is refused: it says what an
+// interrupted run left to do.
+func Forget(ctx context.Context, c client.Client, verb, target string) error {
+	j, err := Find(ctx, c, verb, target)
+	if err != nil || j == nil {
+		return err
+	}
+	if !j.Completed() {
+		return fmt.Errorf("ConfigMap %s records an unfinished run of migrate %s: finish it first (run it again), or delete it (%s)", j.Ref(), verb, j.DeleteCommand())
+	}
+	return j.Delete(ctx)
+}
+
+// Delete deletes the journal, once the run it records no longer matters: undone by the way back.
+func (j *Journal) Delete(ctx context.Context) error {
+	uid := j.cm.UID
+	if err := j.c.Delete(ctx, j.cm, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the journal %s: %w", j.Ref(), err)
+	}
+	return nil
+}

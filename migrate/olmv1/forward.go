@@ -1,0 +1,428 @@
+package olmv1
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/olmv1"
+	"github.com/csi-olm/csi-olm/migrate/internal/migration"
+)
+
+// The forward steps' names, as the journal records them.
+const (
+	deleteSubscriptionStep = "delete-subscription"
+	markStep               = "mark-for-olm-v1"
+	createExtensionStep    = "create-extension"
+	waitInstalledStep      = "wait-installed"
+	deleteCSVStep          = "delete-csv"
+	verifyStep             = "verify"
+)
+
+var forwardSteps = []string{deleteSubscriptionStep, markStep, createExtensionStep, waitInstalledStep, deleteCSVStep, verifyStep}
+
+func (m *Migrate) runForward(ctx context.Context) error {
+	config, err := m.RESTConfig()
+	if err != nil {
+		return err
+	}
+	plan := &Plan{}
+	mig, err := migration.Begin(ctx, config, verb, m.Package, m.Package, forwardSteps, plan, m.Progress)
+	if err != nil {
+		return err
+	}
+	if mig.Journal != nil {
+		if plan.Catalog != m.Catalog || (m.Extension != "" && m.Extension != plan.Extension) {
+			return fmt.Errorf("ConfigMap %s records a migration of %s to ClusterExtension %s from ClusterCatalog %s: run with those flags to resume it, or go back first (%s)",
+				mig.Journal.Ref(), plan.Package, plan.Extension, plan.Catalog, m.backCommand(plan))
+		}
+		if mig.Journal.Completed() {
+			fmt.Fprintf(m.Out, "ConfigMap %s records the migration of %s to ClusterExtension %s as completed; nothing to do. Back to OLM v0: %s\n",
+				mig.Journal.Ref(), plan.Package, plan.Extension, m.backCommand(plan))
+			return nil
+		}
+	}
+	if err := kube.CheckAccess(ctx, mig.Kube, permissions(mig.Namespace)); err != nil {
+		return err
+	}
+	if mig.Journal == nil {
+		if plan, err = m.plan(ctx, mig.Client, mig.Kube, mig.Subscription); err != nil {
+			return err
+		}
+	}
+	steps := m.forward(mig.Client, plan)
+	plan.Steps = migration.Describe(steps)
+	if err := m.print(plan, false); err != nil {
+		return err
+	}
+	if m.DryRun {
+		fmt.Fprintln(m.Progress, migration.DryRunNote)
+		return nil
+	}
+	if mig.Journal == nil {
+		// A way back completed earlier leaves its journal; this new migration has its own.
+		if err := migration.Forget(ctx, mig.Client, backVerb, m.Package); err != nil {
+			return err
+		}
+	}
+	j, err := mig.Carry(ctx, plan, steps, m.Progress)
+	if err != nil {
+		if j != nil {
+			return fmt.Errorf("%w\n\nRun the same command again to resume from the step that stopped, or go back to OLM v0:\n  %s", err, m.backCommand(plan))
+		}
+		return err
+	}
+	fmt.Fprintf(m.Out, "ClusterExtension %s installs %s %s, adopted from OLM v0 with every object kept; the migration is recorded in ConfigMap %s.\nBack to OLM v0: %s\n",
+		plan.Extension, plan.Package, plan.Version, j.Ref(), m.backCommand(plan))
+	return nil
+}
+
+// permissions are what the verb does, either way, checked before the first change.
+func permissions(namespace string) []kube.Permission {
+	ps := []kube.Permission{
+		{Verb: "get", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
+		{Verb: "create", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
+		{Verb: "delete", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
+		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
+		{Verb: "delete", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
+		{Verb: "list", Group: "operators.coreos.com", Resource: "operatorgroups", Namespace: namespace},
+		{Verb: "get", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "list", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "create", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "delete", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "get", Group: olmv1.ClusterCatalogGVK.Group, Resource: "clustercatalogs"},
+		{Verb: "create", Resource: "configmaps", Namespace: namespace},
+		{Verb: "update", Resource: "configmaps", Namespace: namespace},
+		{Verb: "delete", Resource: "configmaps", Namespace: namespace},
+		{Verb: "list", Resource: "pods", Namespace: namespace},
+		{Verb: "list", Resource: "persistentvolumes"},
+		{Verb: "list", Resource: "persistentvolumeclaims"},
+		{Verb: "list", Group: "apps", Resource: "deployments", Namespace: namespace},
+		{Verb: "list", Group: "apps", Resource: "daemonsets", Namespace: namespace},
+		{Verb: "list", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"},
+		{Verb: "list", Group: "rbac.authorization.k8s.io", Resource: "roles", Namespace: namespace},
+		{Verb: "get", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
+		{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
+	}
+	return ps
+}
+
+func (m *Migrate) forward(c client.Client, plan *Plan) []migration.Step {
+	return []migration.Step{{
+		Name:        deleteSubscriptionStep,
+		Description: fmt.Sprintf("delete Subscription %s/%s, so that OLM v0 upgrades nothing more; its CSV %s keeps running", plan.Namespace, plan.Subscription.Name, plan.CSV.Name),
+		Do:          func(ctx context.Context) error { return deleteSubscription(ctx, c, plan) },
+	}, {
+		Name:        markStep,
+		Description: fmt.Sprintf("mark the %d objects OLM v1 adopts as Helm release %s's (namespace %s)", len(plan.Adopted), plan.Extension, plan.Namespace),
+		Do: func(ctx context.Context) error {
+			return forEachAdopted(ctx, c, plan, func(u *unstructured.Unstructured) { mark(u, plan) })
+		},
+	}, {
+		Name:        createExtensionStep,
+		Description: fmt.Sprintf("create ClusterExtension %s: package %s, version %s exactly, from ClusterCatalog %s", plan.Extension, plan.Package, plan.Version, plan.Catalog),
+		Do:          func(ctx context.Context) error { return createExtension(ctx, c, plan) },
+	}, {
+		Name:        waitInstalledStep,
+		Description: fmt.Sprintf("wait for OLM v1 to install %s and adopt every marked object", plan.CSV.Name),
+		Do: func(ctx context.Context) error {
+			return migration.Wait(ctx, m.Progress, "ClusterExtension "+plan.Extension, m.Timeout, func(ctx context.Context) (bool, string, error) {
+				return adopted(ctx, c, plan)
+			})
+		},
+	}, {
+		Name:        deleteCSVStep,
+		Description: fmt.Sprintf("delete CSV %s/%s; what OLM v1 adopted stays, OLM v0's own RBAC goes with it", plan.Namespace, plan.CSV.Name),
+		Do: func(ctx context.Context) error {
+			if err := deleteCSV(ctx, c, plan); err != nil {
+				return err
+			}
+			return migration.Wait(ctx, m.Progress, "CSV "+plan.CSV.Name+" and OLM v0's RBAC to go", m.Timeout, func(ctx context.Context) (bool, string, error) {
+				return csvGone(ctx, c, plan)
+			})
+		},
+	}, {
+		Name:        verifyStep,
+		Description: "check that every object kept its UID, the node plugins never restarted and OLM v1 reports the same version Installed",
+		Do: func(ctx context.Context) error {
+			return migration.Wait(ctx, m.Progress, "every kept object", m.Timeout, func(ctx context.Context) (bool, string, error) {
+				if done, status, err := adopted(ctx, c, plan); !done || err != nil {
+					return done, status, err
+				}
+				return kept(ctx, c, plan)
+			})
+		},
+	}}
+}
+
+// deleteSubscription deletes the Subscription the plan recorded, once: the precondition on its
+// UID leaves alone one made since by someone else.
+func deleteSubscription(ctx context.Context, c client.Client, plan *Plan) error {
+	var sub operatorsv1alpha1.Subscription
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Subscription.Name}, &sub); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading Subscription %s: %w", plan.Subscription, err)
+	case sub.UID != plan.Subscription.UID:
+		return fmt.Errorf("Subscription %s was replaced since the plan was made (UID %s, not %s): %w", plan.Subscription, sub.UID, plan.Subscription.UID, migration.ErrNothingChanged)
+	case sub.Status.InstalledCSV != plan.CSV.Name:
+		return fmt.Errorf("Subscription %s installs %s now, not %s as planned: %w", plan.Subscription, sub.Status.InstalledCSV, plan.CSV.Name, migration.ErrNothingChanged)
+	}
+	uid := sub.UID
+	if err := c.Delete(ctx, &sub, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Subscription %s: %w", plan.Subscription, err)
+	}
+	return nil
+}
+
+// forEachAdopted applies change to every adopted object, each the object the plan recorded:
+// one replaced since (another UID) is refused, since the migration would hand over something it
+// never checked.
+func forEachAdopted(ctx context.Context, c client.Client, plan *Plan, change func(*unstructured.Unstructured)) error {
+	var problems []string
+	for _, o := range plan.Adopted {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			live, err := get(ctx, c, o)
+			if err != nil {
+				return err
+			}
+			updated := live.DeepCopy()
+			change(updated)
+			if equality.Semantic.DeepEqual(live.Object, updated.Object) {
+				return nil
+			}
+			return c.Update(ctx, updated, client.FieldOwner(fieldManager))
+		})
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", o, err))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("changing %d of the %d adopted objects failed:\n  - %s", len(problems), len(plan.Adopted), strings.Join(problems, "\n  - "))
+	}
+	return nil
+}
+
+// errReplaced is an object of the recorded name, but not the recorded object.
+var errReplaced = errors.New("it was replaced")
+
+// get reads o, which must be the object the plan recorded.
+func get(ctx context.Context, c client.Client, o Object) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind))
+	if err := c.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Name}, live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("it is gone: %w", err)
+		}
+		return nil, err
+	}
+	if o.UID != "" && live.GetUID() != o.UID {
+		return nil, fmt.Errorf("%w (UID %s, the plan recorded %s)", errReplaced, live.GetUID(), o.UID)
+	}
+	return live, nil
+}
+
+// mark puts Helm's ownership marks, naming the ClusterExtension's release, on u.
+func mark(u *unstructured.Unstructured, plan *Plan) {
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[olmv1.ManagedByLabel] = olmv1.ManagedByHelm
+	u.SetLabels(labels)
+	annotations := u.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[olmv1.ReleaseNameAnnotation] = plan.Extension
+	annotations[olmv1.ReleaseNamespaceAnnotation] = plan.Namespace
+	u.SetAnnotations(annotations)
+}
+
+// extension is the ClusterExtension the migration creates: the installed version exactly, from
+// the named catalog only, into the install's namespace.
+func extension(plan *Plan) *unstructured.Unstructured {
+	ce := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"namespace":      plan.Namespace,
+			"serviceAccount": map[string]any{"name": plan.ServiceAccount},
+			"source": map[string]any{
+				"sourceType": "Catalog",
+				"catalog": map[string]any{
+					"packageName": plan.Package,
+					"version":     plan.Version,
+					"selector":    map[string]any{"matchLabels": map[string]any{olmv1.CatalogNameLabel: plan.Catalog}},
+				},
+			},
+		},
+	}}
+	ce.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	ce.SetName(plan.Extension)
+	return ce
+}
+
+// createExtension creates the ClusterExtension, or finds the one an interrupted run created.
+func createExtension(ctx context.Context, c client.Client, plan *Plan) error {
+	want := extension(plan)
+	err := c.Create(ctx, want, client.FieldOwner(fieldManager))
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating ClusterExtension %s: %w", plan.Extension, err)
+		}
+		return nil
+	}
+	live, err := getExtension(ctx, c, plan)
+	if err != nil {
+		return err
+	}
+	if live == nil || !sameSource(live, want) {
+		return fmt.Errorf("ClusterExtension %s exists, but not as this migration creates it (package %s, version %s, catalog %s, namespace %s): someone else made it; delete it, or go back (csi-olm migrate olm-v1 --back)",
+			plan.Extension, plan.Package, plan.Version, plan.Catalog, plan.Namespace)
+	}
+	return nil
+}
+
+// sameSource says whether a live ClusterExtension installs what want does.
+func sameSource(live, want *unstructured.Unstructured) bool {
+	for _, path := range [][]string{{"spec", "namespace"}, {"spec", "source", "catalog", "packageName"}, {"spec", "source", "catalog", "version"}} {
+		a, _, _ := unstructured.NestedString(live.Object, path...)
+		b, _, _ := unstructured.NestedString(want.Object, path...)
+		if a != b {
+			return false
+		}
+	}
+	return true
+}
+
+// getExtension reads the migration's ClusterExtension; nil when there is none.
+func getExtension(ctx context.Context, c client.Client, plan *Plan) (*unstructured.Unstructured, error) {
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	switch err := c.Get(ctx, client.ObjectKey{Name: plan.Extension}, ce); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ClusterExtension %s: %w", plan.Extension, err)
+	}
+	return ce, nil
+}
+
+// adopted reports whether OLM v1 installed the recorded version and controls every adopted
+// object. A ClusterExtension that cannot install says why in its Progressing condition, which
+// the wait shows; it may be a passing state (catalogd still unpacking), so only the timeout ends
+// the wait.
+func adopted(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
+	ce, err := getExtension(ctx, c, plan)
+	if err != nil {
+		return false, "", err
+	}
+	if ce == nil {
+		return false, "", fmt.Errorf("ClusterExtension %s is gone", plan.Extension)
+	}
+	name, _, _ := unstructured.NestedString(ce.Object, "status", "install", "bundle", "name")
+	if !conditionTrue(ce, "Installed") || name != plan.CSV.Name {
+		return false, fmt.Sprintf("installed %q; Installed: %s; Progressing: %s", name, conditionMessage(ce, "Installed"), conditionMessage(ce, "Progressing")), nil
+	}
+	var waiting []string
+	for _, o := range plan.Adopted {
+		live, err := get(ctx, c, o)
+		if err != nil {
+			return false, "", fmt.Errorf("%s, which OLM v1 was to adopt: %w", o, err)
+		}
+		if owner := metav1.GetControllerOf(live); owner == nil || owner.UID != ce.GetUID() {
+			waiting = append(waiting, o.String())
+		}
+	}
+	if len(waiting) > 0 {
+		return false, "not yet controlled by the ClusterExtension: " + strings.Join(waiting, ", "), nil
+	}
+	return true, "", nil
+}
+
+// deleteCSV deletes the CSV the plan recorded. The garbage collector then deletes only what the
+// CSV alone owned: every adopted object has the ClusterExtension as an owner too.
+func deleteCSV(ctx context.Context, c client.Client, plan *Plan) error {
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV.Name}, &csv); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading CSV %s: %w", plan.CSV, err)
+	case csv.UID != plan.CSV.UID:
+		return fmt.Errorf("CSV %s was replaced since the plan was made (UID %s, not %s): OLM v0 installed it again; go back (csi-olm migrate olm-v1 --back)", plan.CSV, csv.UID, plan.CSV.UID)
+	}
+	uid := csv.UID
+	background := metav1.DeletePropagationBackground
+	err := c.Delete(ctx, &csv, client.Preconditions{UID: &uid}, client.PropagationPolicy(background))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting CSV %s: %w", plan.CSV, err)
+	}
+	return nil
+}
+
+// csvGone reports whether the CSV and the RBAC OLM v0 made for it are gone.
+func csvGone(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
+	var left []string
+	for _, o := range append([]Object{plan.CSV}, plan.Retired...) {
+		switch _, err := get(ctx, c, o); {
+		case err == nil:
+			left = append(left, o.String())
+		case apierrors.IsNotFound(err) || errors.Is(err, errReplaced):
+		default:
+			return false, "", err
+		}
+	}
+	return len(left) == 0, "still there: " + strings.Join(left, ", "), nil
+}
+
+// kept reports whether everything the migration must keep is as the plan recorded it.
+func kept(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
+	var problems []string
+	for _, o := range plan.Unchanged {
+		if _, err := get(ctx, c, o); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", o, err))
+		}
+	}
+	for _, p := range plan.NodePods {
+		var live corev1.Pod
+		err := c.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Name}, &live)
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && live.UID != p.UID):
+			problems = append(problems, fmt.Sprintf("node plugin %s was replaced: its node could mount no volume meanwhile", p.Object))
+			continue
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("node plugin %s: %v", p.Object, err))
+			continue
+		}
+		if n := restarts(&live); n != p.Restarts {
+			problems = append(problems, fmt.Sprintf("node plugin %s restarted (%d restarts, %d before)", p.Object, n, p.Restarts))
+		}
+	}
+	for _, census := range plan.Censuses {
+		count, digest, err := take(ctx, c, census, plan.RecordedAt)
+		if err != nil {
+			problems = append(problems, err.Error())
+		} else if digest != census.Digest {
+			problems = append(problems, fmt.Sprintf("%s changed: %d made before the migration then, %d now, or some replaced", census.What, census.Count, count))
+		}
+	}
+	if len(problems) > 0 {
+		// A lost object does not come back by waiting.
+		return false, "", fmt.Errorf("the migration did not keep everything:\n  - %s", strings.Join(problems, "\n  - "))
+	}
+	return true, "", nil
+}

@@ -1,0 +1,324 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	operatorv1 "github.com/openshift/api/operator/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/bundle/definition"
+	predictv1 "github.com/csi-olm/csi-olm/catalog/predict/olmv1"
+	"github.com/csi-olm/csi-olm/catalog/simulate"
+	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/openshift"
+	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
+	"github.com/csi-olm/csi-olm/test/testutil"
+	"github.com/csi-olm/csi-olm/testbed"
+)
+
+// The steps of `csi-olm migrate olm-v1` and of its way back, as their journals name them, each
+// preceded by the recording of the plan: the kill campaign kills the verb after each.
+var (
+	olmv1ForwardSteps = []string{"record", "delete-subscription", "mark-for-olm-v1", "create-extension", "wait-installed", "delete-csv", "verify"}
+	olmv1BackSteps    = []string{"record", "orphan-extension", "unmark", "restore-subscription", "wait-olm-v0", "delete-olm-v1-leftovers", "verify"}
+)
+
+// TestOLMv0ToOLMv1OnRealNode moves the EFS operator from OLM v0 to OLM v1 on the real node, with
+// both OLMs running, as README.md's OLM v1 section says. An admin installed 4.10.0 from
+// OperatorHub on an OpenShift 4.10 cluster (Subscription, CSV), the driver runs, and an app
+// team's pod uses a SharedVolume's claim. `csi-olm migrate olm-v1`, as a release builds it,
+// refuses a catalog that does not exist, plans, then runs killed after each of its steps and
+// resumed: OLM v1 installs the same bundle from the ClusterCatalog of the same catalog image, and
+// every kept object has the UID it had, no node plugin restarted, and the app's pod is the same
+// pod. The way back runs killed after each of its steps too, and OLM v0 runs the same CSV again
+// with everything kept; the move is made once more, then OLM v1 upgrades to 4.11.0 in one hop
+// and uninstalls keeping the volumes (uninstallWithOLMv1).
+func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
+	stopRealNode() // a new cluster: OLM v0's Subscriptions of other flows would own the namespace
+	s := startRealNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	defer cancel()
+	c := s.Client
+	p := publish(t, s)
+	from, version := openshift.Minor{Major: 4, Minor: 10}, "4.10.0"
+	csv := readCSV(t, p.csvFile(efsPackage, version))
+	shipped := csvDeployment(t, p.csvFile(efsPackage, version))
+
+	// OLM v0, as OperatorHub installs the operator on a 4.10 cluster.
+	must(t, s.InstallOpenShift(ctx, testbed.OpenShiftOptions{Controllers: true, Version: clusterRelease(from)}))
+	ns := operatorHubNamespace(ctx, t, s, csv)
+	must(t, s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, certifiedSource, p.catalogAt(t, definition.Certified, from)))
+	must(t, c.Create(ctx, &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: efsPackage, Namespace: ns},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			Package: efsPackage, Channel: "stable", CatalogSource: certifiedSource,
+			CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
+		},
+	}))
+	must(t, testbed.WaitForCSV(ctx, c, ns, csv.Name, operatorsv1alpha1.CSVPhaseSucceeded))
+	operator := operatorPod(ctx, t, c, ns, shipped)
+	deployDriver(ctx, t, s, operator, createClusterCSIDriver(ctx, t, c))
+	appTeamMountsASharedVolume(ctx, t, s)
+
+	// OLM v1 beside it, serving the same catalog image, and the ServiceAccount it installs with.
+	startOLMv1(ctx, t, s, p, olmv1Timings{}, from, definition.Certified)
+	createOLMv1Installer(ctx, t, s, ns)
+	conf, err := s.HostRegistriesConf()
+	must(t, err)
+	// The verb reads the catalog and bundle images as an admin's workstation does, through the
+	// mirrors of its registries.conf; the test is not parallel.
+	t.Setenv("CONTAINERS_REGISTRIES_CONF", conf)
+	bin := testutil.BuildBinary(t, "github.com/csi-olm/csi-olm/cmd/csi-olm", "csiolm_killhook")
+	before := olmv1KeptState(ctx, t, c, ns)
+	if len(before) < 10 {
+		t.Fatalf("the state to keep is too small to prove anything: %v", before)
+	}
+
+	// A catalog that does not exist is refused, and nothing changes.
+	out, err := cli(bin, s, "migrate", "olm-v1", "--catalog", "no-such-catalog")
+	if err == nil || !strings.Contains(out, "ClusterCatalog no-such-catalog does not exist") || !strings.Contains(out, "nothing was changed") {
+		t.Errorf("migrating from a ClusterCatalog that does not exist: %v\n%s", err, out)
+	}
+	assertOLMv0Runs(ctx, t, c, ns, csv.Name)
+
+	// The plan, a dry run.
+	args := []string{"migrate", "olm-v1", "--catalog", string(definition.Certified), "--timeout", "5m"}
+	out, err = cli(bin, s, args...)
+	if err != nil {
+		t.Fatalf("the dry run: %v\n%s", err, out)
+	}
+	t.Logf("the plan:\n%s", out)
+	for _, want := range []string{
+		"installed:      " + csv.Name + " (version " + version + ") in namespace " + ns,
+		"extension:      ClusterExtension " + efsPackage + ", version " + version + " exactly, from ClusterCatalog certified",
+		"- CustomResourceDefinition " + efs.SharedVolumeCRD,
+		"- Deployment " + ns + "/" + shipped.Name,
+		"- DaemonSet " + ns + "/" + efs.NodeDaemonSet,
+		"- ClusterCSIDriver " + efs.CRName,
+		"1 sharedvolumes.aws-efs.managed.openshift.io",
+		"next upgrade:   none: " + version + " is the newest bundle",
+		"Back to OLM v0, from any step: csi-olm migrate olm-v1 --back --package " + efsPackage + " --confirm",
+		"dry run: nothing changed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the plan lacks %q", want)
+		}
+	}
+	assertOLMv0Runs(ctx, t, c, ns, csv.Name)
+
+	// Prediction first: from the OLM v0 cluster, where OLM v1 takes the moved install on its next
+	// upgrade, once the catalog serves the next minor's bundles.
+	nextCSV := predictOLMv1Upgrade(ctx, t, s, from.Next(), csv.Name)
+	if want := readCSV(t, p.csvFile(efsPackage, "4.11.0")).Name; nextCSV != want {
+		t.Errorf("simulate --olm v1 --from-cluster predicts the next upgrade to %s, want %s", nextCSV, want)
+	}
+
+	// The move, killed after each step and run again.
+	begin := time.Now()
+	for _, step := range olmv1ForwardSteps {
+		runKilled(t, bin, s, step, args...)
+	}
+	out = run(t, bin, s, args...)
+	t.Logf("the move, killed %d times: %s", len(olmv1ForwardSteps), time.Since(begin).Round(time.Second))
+	if !strings.Contains(out, "ClusterExtension "+efsPackage+" installs "+efsPackage+" "+version+", adopted from OLM v0") {
+		t.Errorf("the last run did not finish the move:\n%s", out)
+	}
+	assertOLMv1Runs(ctx, t, s, p, ns, version)
+	assertKeptState(ctx, t, c, ns, before, "after the move to OLM v1")
+
+	// Back to OLM v0, killed after each step too.
+	backArgs := []string{"migrate", "olm-v1", "--back", "--timeout", "5m"}
+	begin = time.Now()
+	for _, step := range olmv1BackSteps {
+		runKilled(t, bin, s, step, backArgs...)
+	}
+	out = run(t, bin, s, backArgs...)
+	t.Logf("the way back, killed %d times: %s", len(olmv1BackSteps), time.Since(begin).Round(time.Second))
+	if !strings.Contains(out, "OLM v0 installs "+efsPackage+" again") {
+		t.Errorf("the last run did not finish the way back:\n%s", out)
+	}
+	assertOLMv0Runs(ctx, t, c, ns, csv.Name)
+	ce := efsExtension()
+	if err := c.Get(ctx, client.ObjectKeyFromObject(ce), ce); !apierrors.IsNotFound(err) {
+		t.Errorf("after the way back, the ClusterExtension: %v", err)
+	}
+	assertKeptState(ctx, t, c, ns, before, "after the way back to OLM v0")
+
+	// Once more to OLM v1, uninterrupted; then OLM v1 upgrades and uninstalls.
+	run(t, bin, s, args...)
+	assertOLMv1Runs(ctx, t, s, p, ns, version)
+	assertKeptState(ctx, t, c, ns, before, "after the second move to OLM v1")
+	must(t, s.SetClusterCatalogImage(ctx, string(definition.Certified), p.catalogAt(t, definition.Certified, from.Next())))
+	patchOLMv1Catalog(ctx, t, s, map[string]any{"version": "4.11.0"})
+	upgraded := waitForOLMv1Operator(ctx, t, s, p, ns, "4.11.0")
+	var installed unstructured.Unstructured
+	installed.SetGroupVersionKind(testbed.ClusterExtensionGVK)
+	must(t, c.Get(ctx, client.ObjectKey{Name: efsPackage}, &installed))
+	if name, _, _ := unstructured.NestedString(installed.Object, "status", "install", "bundle", "name"); name != nextCSV {
+		t.Errorf("OLM v1 upgraded to %s, simulate predicted %s", name, nextCSV)
+	}
+	assertRunsAsShipped(t, upgraded, p.operator(t))
+	time.Sleep(20 * time.Second)
+	if line := firstLineWith(podLog(ctx, kubeClient(s), upgraded), "forbidden"); line != "" {
+		t.Errorf("the operator OLM v1 upgraded was refused by the API server: %s", line)
+	}
+	uninstallWithOLMv1(ctx, t, s, upgraded)
+}
+
+// predictOLMv1Upgrade runs `catalog simulate --olm v1 --from-cluster` on the certified catalog of
+// minor and returns the bundle of the first upgrade it predicts from the installed CSV.
+func predictOLMv1Upgrade(ctx context.Context, t *testing.T, s *testbed.Stack, minor openshift.Minor, installed string) string {
+	t.Helper()
+	var out bytes.Buffer
+	a := &simulate.Simulate{
+		OLM: "v1", Catalog: filepath.Join("..", "..", "catalog", "certified", minor.Index()), FromCluster: true,
+		Cluster: kube.ClusterOptions{Config: s.Config}, Output: "json", Out: &out,
+	}
+	if err := a.Run(ctx); err != nil {
+		t.Fatalf("simulate --olm v1 --from-cluster: %v\n%s", err, out.String())
+	}
+	var got struct{ Paths []predictv1.Path }
+	must(t, json.Unmarshal(out.Bytes(), &got))
+	for _, p := range got.Paths {
+		if p.Start != nil && p.Start.Name == installed && len(p.Steps) > 0 {
+			return p.Steps[0].To
+		}
+	}
+	t.Fatalf("simulate --olm v1 --from-cluster predicts no upgrade from %s:\n%s", installed, out.String())
+	return ""
+}
+
+// cli runs csi-olm against the stack, and returns its output.
+func cli(bin string, s *testbed.Stack, args ...string) (string, error) {
+	out, err := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig)...).CombinedOutput()
+	return string(out), err
+}
+
+// olmv1KeptState is what the move must keep, by kind, namespace and name: each object's UID, and
+// for pods the restarts of their containers.
+func olmv1KeptState(ctx context.Context, tb testing.TB, c client.Client, ns string) map[string]string {
+	tb.Helper()
+	state := map[string]string{}
+	keep := func(o client.Object) {
+		key := fmt.Sprintf("%T %s", o, client.ObjectKeyFromObject(o))
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			state[key] = "missing: " + err.Error()
+			return
+		}
+		state[key] = string(o.GetUID())
+		if o.GetDeletionTimestamp() != nil {
+			state[key] += " deleting"
+		}
+		if p, ok := o.(*corev1.Pod); ok {
+			state[key] += fmt.Sprintf(" restarts=%d", restartCount(p))
+		}
+	}
+	for _, o := range []client.Object{
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: efs.SharedVolumeCRD}},
+		&operatorv1.ClusterCSIDriver{ObjectMeta: metav1.ObjectMeta{Name: efs.CRName}},
+		&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: efs.DriverName}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.ControllerDeployment}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.NodeDaemonSet}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.OperatorName}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.OperatorName}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "uses-shared-data"}},
+	} {
+		keep(o)
+	}
+	var svs sharedvolumev1alpha1.SharedVolumeList
+	must(tb, c.List(ctx, &svs))
+	for i := range svs.Items {
+		sv := &svs.Items[i]
+		keep(sv.DeepCopy())
+		if ref := sv.Status.ClaimRef; ref != nil {
+			keep(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: sv.Namespace, Name: ref.Name}})
+		}
+	}
+	var pvs corev1.PersistentVolumeList
+	must(tb, c.List(ctx, &pvs))
+	for i := range pvs.Items {
+		keep(pvs.Items[i].DeepCopy())
+	}
+	// The node plugins: replaced, they would leave the node unable to mount for a while.
+	pods, err := driverPods(ctx, c, ns)
+	must(tb, err)
+	for i := range pods {
+		if strings.HasPrefix(pods[i].Name, efs.NodeDaemonSet+"-") {
+			keep(pods[i].DeepCopy())
+		}
+	}
+	return state
+}
+
+// assertKeptState checks that the state to keep is what it was before.
+func assertKeptState(ctx context.Context, t *testing.T, c client.Client, ns string, before map[string]string, when string) {
+	t.Helper()
+	now := olmv1KeptState(ctx, t, c, ns)
+	for _, key := range slices.Sorted(func(yield func(string) bool) {
+		for k := range before {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if now[key] != before[key] {
+			t.Errorf("%s, %s is %q, was %q", when, key, now[key], before[key])
+		}
+	}
+}
+
+// assertOLMv0Runs checks that OLM v0 runs the CSV: its Subscription installed it, and it
+// Succeeded.
+func assertOLMv0Runs(ctx context.Context, t *testing.T, c client.Client, ns, csvName string) {
+	t.Helper()
+	if _, err := testbed.WaitForSubscription(ctx, c, ns, efsPackage, "installedCSV "+csvName, func(sub *operatorsv1alpha1.Subscription) bool {
+		return sub.Status.InstalledCSV == csvName
+	}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, testbed.WaitForCSV(ctx, c, ns, csvName, operatorsv1alpha1.CSVPhaseSucceeded))
+}
+
+// assertOLMv1Runs checks that OLM v1 installed the version and runs its operator, and that OLM v0
+// installs nothing any more: no Subscription, no CSV.
+func assertOLMv1Runs(ctx context.Context, t *testing.T, s *testbed.Stack, p *published, ns, version string) {
+	t.Helper()
+	waitForOLMv1Operator(ctx, t, s, p, ns, version)
+	var subs operatorsv1alpha1.SubscriptionList
+	var csvs operatorsv1alpha1.ClusterServiceVersionList
+	must(t, s.Client.List(ctx, &subs, client.InNamespace(ns)))
+	must(t, s.Client.List(ctx, &csvs, client.InNamespace(ns)))
+	if len(subs.Items) != 0 || len(csvs.Items) != 0 {
+		t.Errorf("after the move, OLM v0 still has %d Subscriptions and %d CSVs in %s", len(subs.Items), len(csvs.Items), ns)
+	}
+	// Every object OLM v1 adopted names the ClusterExtension as its controller.
+	ce := efsExtension()
+	must(t, s.Client.Get(ctx, client.ObjectKeyFromObject(ce), ce))
+	for _, o := range []client.Object{
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: efs.SharedVolumeCRD}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.OperatorName}},
+	} {
+		must(t, s.Client.Get(ctx, client.ObjectKeyFromObject(o), o))
+		if owner := metav1.GetControllerOf(o); owner == nil || owner.UID != ce.GetUID() {
+			t.Errorf("%T %s is controlled by %+v, not by ClusterExtension %s", o, o.GetName(), owner, ce.GetName())
+		}
+	}
+}
