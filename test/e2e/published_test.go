@@ -109,6 +109,9 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 	for _, ref := range fixture.CommunityDriverImages {
 		pushStandIn(tb, s, ref)
 	}
+	// The OLM-era EBS operator runs on the node too, as the second operator OLM v1 takes over
+	// (TestOLMv0ToOLMv1OnRealNode): a stand-in of its image, which is not built here.
+	pushStandIn(tb, s, ebsOperatorImage)
 	c := s.RegistryClient()
 	for _, w := range release.Wants(operators) {
 		if w.Ref != head {

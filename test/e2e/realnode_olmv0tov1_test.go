@@ -16,17 +16,21 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
+	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
 	predictv1 "github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/internal/kube"
+	"github.com/csi-olm/csi-olm/internal/names/ebs"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/openshift"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -166,6 +170,8 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 	run(t, bin, s, args...)
 	assertOLMv1Runs(ctx, t, s, p, ns, version)
 	assertKeptState(ctx, t, c, ns, before, "after the second move to OLM v1")
+
+	secondOperatorMoves(ctx, t, s, p, bin)
 	must(t, s.SetClusterCatalogImage(ctx, string(definition.Certified), p.catalogAt(t, definition.Certified, from.Next())))
 	patchOLMv1Catalog(ctx, t, s, map[string]any{"version": "4.11.0"})
 	upgraded := waitForOLMv1Operator(ctx, t, s, p, ns, "4.11.0")
@@ -181,6 +187,76 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 		t.Errorf("the operator OLM v1 upgraded was refused by the API server: %s", line)
 	}
 	uninstallWithOLMv1(ctx, t, s, upgraded)
+}
+
+// ebsOperatorImage is the OLM-era EBS operator's image, as its 4.5.0 CSV names it.
+const ebsOperatorImage = "quay.io/openshift/origin-aws-ebs-csi-driver-operator:4.5"
+
+// secondOperatorMoves shows the verb is not EFS's alone: the OLM-era AWS EBS operator (4.5.0, of
+// OpenShift 4.5's certified catalog: a cluster-scoped CR, a CRD without webhooks, an
+// AllNamespaces install), installed by OLM v0 as OperatorHub does, with its CR, moves to OLM v1
+// from a ClusterCatalog of that catalog image with --package, keeping its CRD, its CR and its
+// Deployment, and goes back.
+func secondOperatorMoves(ctx context.Context, t *testing.T, s *testbed.Stack, p *published, bin string) {
+	t.Helper()
+	c := s.Client
+	era := openshift.Minor{Major: 4, Minor: 5}
+	const source, catalog, csvName = "certified-operators-v4-5", "certified-v4-5", "aws-ebs-csi-driver-operator.v4.5.0"
+	image := p.catalogAt(t, definition.Certified, era)
+	ns := operatorHubNamespace(ctx, t, s, readCSV(t, filepath.Join("..", "..", "bundle", ebs.Package, "4.5.0", "manifests", csvName+".clusterserviceversion.yaml")))
+	must(t, s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, source, image))
+	must(t, c.Create(ctx, &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: ebs.Package, Namespace: ns},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			Package: ebs.Package, Channel: "preview", CatalogSource: source,
+			CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
+		},
+	}))
+	must(t, testbed.WaitForCSV(ctx, c, ns, csvName, operatorsv1alpha1.CSVPhaseSucceeded))
+	cr := &ebsv1alpha1.AWSEBSDriver{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: ebsv1alpha1.AWSEBSDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}}}
+	must(t, c.Create(ctx, cr))
+	must(t, s.CreateClusterCatalog(ctx, catalog, image, 0))
+	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ebs.Package + "-installer"}}))
+	must(t, c.Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: ebs.Package + "-installer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: ebs.Package + "-installer"}},
+	}))
+	kept := []client.Object{
+		&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "awsebsdrivers.csi.openshift.io"}},
+		cr,
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ebs.OperatorName}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ebs.OperatorName}},
+	}
+	uids := map[string]types.UID{}
+	for _, o := range kept {
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(o), o))
+		uids[fmt.Sprintf("%T %s", o, o.GetName())] = o.GetUID()
+	}
+	assertKept := func(when string) {
+		t.Helper()
+		for _, o := range kept {
+			key := fmt.Sprintf("%T %s", o, o.GetName())
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || o.GetUID() != uids[key] || o.GetDeletionTimestamp() != nil {
+				t.Errorf("%s, %s: %v (UID %s, was %s)", when, key, err, o.GetUID(), uids[key])
+			}
+		}
+	}
+	args := []string{"migrate", "olm-v1", "--package", ebs.Package, "--catalog", catalog, "--timeout", "5m"}
+	out := run(t, bin, s, args...)
+	if !strings.Contains(out, "ClusterExtension "+ebs.Package+" installs "+ebs.Package+" 4.5.0, adopted from OLM v0") {
+		t.Errorf("the EBS operator's move did not finish:\n%s", out)
+	}
+	ce := &unstructured.Unstructured{}
+	ce.SetGroupVersionKind(testbed.ClusterExtensionGVK)
+	must(t, c.Get(ctx, client.ObjectKey{Name: ebs.Package}, ce))
+	if name, _, _ := unstructured.NestedString(ce.Object, "status", "install", "bundle", "name"); name != csvName || testbed.ConditionStatus(ce, "Installed") != "True" {
+		t.Errorf("the EBS operator's ClusterExtension installed %q, Installed %s", name, testbed.ConditionStatus(ce, "Installed"))
+	}
+	assertKept("after the EBS operator's move to OLM v1")
+	run(t, bin, s, "migrate", "olm-v1", "--package", ebs.Package, "--back", "--timeout", "5m")
+	must(t, testbed.WaitForCSV(ctx, c, ns, csvName, operatorsv1alpha1.CSVPhaseSucceeded))
+	assertKept("after the EBS operator's way back to OLM v0")
 }
 
 // predictOLMv1Upgrade runs `catalog simulate --olm v1 --from-cluster` on the certified catalog of
