@@ -356,21 +356,10 @@ func WaitForOLMv1(ctx context.Context, c client.Client, gvk schema.GroupVersionK
 
 // ConditionStatus is the status of an OLM v1 object's condition, "" when it has none.
 func ConditionStatus(u *unstructured.Unstructured, condition string) string {
-	return conditionField(u, condition, "status")
+	return olmv1.ConditionField(u, condition, "status")
 }
 
 // ConditionMessage is the message of an OLM v1 object's condition, "" when it has none.
 func ConditionMessage(u *unstructured.Unstructured, condition string) string {
-	return conditionField(u, condition, "message")
-}
-
-func conditionField(u *unstructured.Unstructured, condition, field string) string {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == condition {
-			s, _ := m[field].(string)
-			return s
-		}
-	}
-	return ""
+	return olmv1.ConditionField(u, condition, "message")
 }

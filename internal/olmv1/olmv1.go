@@ -4,7 +4,10 @@
 // its objects are handled as unstructured ones.
 package olmv1
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
 
 // OLM v1's kinds.
 var (
@@ -34,3 +37,16 @@ const (
 	ReleaseNameAnnotation      = "meta.helm.sh/release-name"
 	ReleaseNamespaceAnnotation = "meta.helm.sh/release-namespace"
 )
+
+// ConditionField is a field (status, reason, message) of an OLM v1 object's condition, "" when
+// it has no such condition.
+func ConditionField(u *unstructured.Unstructured, condition, field string) string {
+	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == condition {
+			s, _ := m[field].(string)
+			return s
+		}
+	}
+	return ""
+}

@@ -599,24 +599,13 @@ func nextUpgrade(plan *Plan, cfg *declcfg.DeclarativeConfig) string {
 }
 
 func conditionTrue(u *unstructured.Unstructured, condition string) bool {
-	return conditionField(u, condition, "status") == "True"
+	return olmv1.ConditionField(u, condition, "status") == "True"
 }
 
 func conditionMessage(u *unstructured.Unstructured, condition string) string {
-	reason, message := conditionField(u, condition, "reason"), conditionField(u, condition, "message")
+	reason, message := olmv1.ConditionField(u, condition, "reason"), olmv1.ConditionField(u, condition, "message")
 	if reason == "" && message == "" {
 		return "no " + condition + " condition yet"
 	}
 	return reason + ": " + message
-}
-
-func conditionField(u *unstructured.Unstructured, condition, field string) string {
-	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conditions {
-		if m, ok := c.(map[string]any); ok && m["type"] == condition {
-			s, _ := m[field].(string)
-			return s
-		}
-	}
-	return ""
 }
