@@ -204,13 +204,15 @@ FUZZ_TARGETS = ./catalog/validation:FuzzLoadAndValidate ./bundle/lint:FuzzBundle
 	./sharedvolume/volumes:FuzzSharedVolumeMapping
 
 .PHONY: chaos
-chaos: tools ## The long reliability campaign (RELIABILITY.md): the driver-deletion property test for 2,000 steps, the kill and control-plane campaigns with new seeds, the bad-input corpus, and each fuzz target for 10 minutes
+chaos: tools ## The long reliability campaign (RELIABILITY.md): the driver-deletion property test for 2,000 steps, the kill and control-plane campaigns with new seeds, the move to OLM v1 and back killed at random moments, the bad-input corpus, and each fuzz target for 10 minutes
 	CSI_OLM_CHAOS_STEPS=$(or $(CHAOS_STEPS),2000) $(GO) test -count=1 -timeout 120m -run '^TestDriverNeverDeletedUnderAVolume$$' -v ./operator/
 	@# Each run draws a seed of its own: every round is 22 more kills, 2 API server restarts, 1 etcd restart and a stall.
 	$(GO) test -count=$(or $(CHAOS_ROUNDS),3) -timeout 60m -run '^(TestOperatorKillCampaign|TestControlPlaneFaultsConverge)$$' -v ./operator/
 	$(GO) test -count=1 ./test/badinput/
 	$(GO) test -count=1 -run '^(TestSharedVolumeCorpus|TestClusterCSIDriverCorpus)$$' ./sharedvolume/controller/ ./operator/
 	$(GO) test -count=1 -run '^(TestMigrateCorpus|TestMigrateSubscriptionOLMFaults)$$' ./test/e2e/
+	@# The move to OLM v1 and back on the real node, killed after each step, then at random moments.
+	CSI_OLM_OLMV1_KILL_ROUNDS=$(or $(OLMV1_ROUNDS),4) $(GO) test -count=1 -timeout 90m -run '^TestOLMv0ToOLMv1OnRealNode$$' -v ./test/e2e/
 	$(MAKE) fuzz FUZZTIME=$(or $(FUZZTIME),10m)
 
 .PHONY: fuzz

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -135,36 +138,62 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 		t.Errorf("simulate --olm v1 --from-cluster predicts the next upgrade to %s, want %s", nextCSV, want)
 	}
 
-	// The move, killed after each step and run again.
-	begin := time.Now()
-	for _, step := range olmv1ForwardSteps {
-		runKilled(t, bin, s, step, args...)
+	// The kill campaign: each round moves to OLM v1 and back, the verb killed after each step
+	// and run again. Rounds after the first kill it at random moments instead, within a step
+	// as well as between steps. `make chaos` runs more rounds.
+	rounds := 1
+	if v := os.Getenv(olmv1RoundsEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a number of rounds, 1 or more", olmv1RoundsEnv, v)
+		}
+		rounds = n
 	}
-	out = run(t, bin, s, args...)
-	t.Logf("the move, killed %d times: %s", len(olmv1ForwardSteps), time.Since(begin).Round(time.Second))
-	if !strings.Contains(out, "ClusterExtension "+efsPackage+" installs "+efsPackage+" "+version+", adopted from OLM v0") {
-		t.Errorf("the last run did not finish the move:\n%s", out)
-	}
-	assertOLMv1Runs(ctx, t, s, p, ns, version)
-	assertKeptState(ctx, t, c, ns, before, "after the move to OLM v1")
-
-	// Back to OLM v0, killed after each step too.
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	backArgs := []string{"migrate", "olm-v1", "--back", "--timeout", "5m"}
-	begin = time.Now()
-	for _, step := range olmv1BackSteps {
-		runKilled(t, bin, s, step, backArgs...)
+	kills := 0
+	for round := 1; round <= rounds; round++ {
+		for _, leg := range []struct {
+			args  []string
+			steps []string
+			done  string
+			check func(string)
+		}{
+			{args, olmv1ForwardSteps, "ClusterExtension " + efsPackage + " installs " + efsPackage + " " + version + ", adopted from OLM v0", func(when string) {
+				assertOLMv1Runs(ctx, t, s, p, ns, version)
+				assertKeptState(ctx, t, c, ns, before, when)
+			}},
+			{backArgs, olmv1BackSteps, "OLM v0 installs " + efsPackage + " again", func(when string) {
+				assertOLMv0Runs(ctx, t, c, ns, csv.Name)
+				ce := efsExtension()
+				if err := c.Get(ctx, client.ObjectKeyFromObject(ce), ce); !apierrors.IsNotFound(err) {
+					t.Errorf("%s, the ClusterExtension: %v", when, err)
+				}
+				assertKeptState(ctx, t, c, ns, before, when)
+			}},
+		} {
+			begin := time.Now()
+			if round == 1 {
+				for _, step := range leg.steps {
+					runKilled(t, bin, s, step, leg.args...)
+					kills++
+				}
+			} else {
+				for i := 0; i < len(leg.steps); i++ {
+					if killedAt(t, bin, s, time.Duration(rng.Int64N(int64(15*time.Second))), leg.args...) {
+						kills++
+					}
+				}
+			}
+			out := run(t, bin, s, leg.args...)
+			t.Logf("round %d, %s: %s with kills", round, strings.Join(leg.args[:3], " "), time.Since(begin).Round(time.Second))
+			if !strings.Contains(out, leg.done) {
+				t.Fatalf("round %d: the last run did not finish:\n%s", round, out)
+			}
+			leg.check(fmt.Sprintf("round %d, after %s", round, strings.Join(leg.args, " ")))
+		}
 	}
-	out = run(t, bin, s, backArgs...)
-	t.Logf("the way back, killed %d times: %s", len(olmv1BackSteps), time.Since(begin).Round(time.Second))
-	if !strings.Contains(out, "OLM v0 installs "+efsPackage+" again") {
-		t.Errorf("the last run did not finish the way back:\n%s", out)
-	}
-	assertOLMv0Runs(ctx, t, c, ns, csv.Name)
-	ce := efsExtension()
-	if err := c.Get(ctx, client.ObjectKeyFromObject(ce), ce); !apierrors.IsNotFound(err) {
-		t.Errorf("after the way back, the ClusterExtension: %v", err)
-	}
-	assertKeptState(ctx, t, c, ns, before, "after the way back to OLM v0")
+	t.Logf("%d rounds, %d kills: %d kept objects checked after each leg, none lost, no node plugin restarted", rounds, kills, len(before))
 
 	// Once more to OLM v1, uninterrupted; then OLM v1 upgrades and uninstalls.
 	run(t, bin, s, args...)
@@ -282,6 +311,32 @@ func predictOLMv1Upgrade(ctx context.Context, t *testing.T, s *testbed.Stack, mi
 	return ""
 }
 
+// olmv1RoundsEnv sets the rounds of TestOLMv0ToOLMv1OnRealNode's kill campaign.
+const olmv1RoundsEnv = "CSI_OLM_OLMV1_KILL_ROUNDS"
+
+// killedAt runs the verb with --confirm and kills it with SIGKILL after delay, unless it ended
+// before; it reports whether it killed it. A run that ends on its own must have succeeded.
+func killedAt(t *testing.T, bin string, s *testbed.Stack, delay time.Duration, args ...string) bool {
+	t.Helper()
+	cmd := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig, "--confirm")...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	must(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the verb failed before it was killed: %v\n%s", err, out.String())
+		}
+		return false
+	case <-time.After(delay):
+		_ = cmd.Process.Kill()
+		<-done
+		return true
+	}
+}
+
 // cli runs csi-olm against the stack, and returns its output.
 func cli(bin string, s *testbed.Stack, args ...string) (string, error) {
 	out, err := exec.Command(bin, append(args, "--kubeconfig", s.Kubeconfig)...).CombinedOutput()
@@ -316,6 +371,9 @@ func olmv1KeptState(ctx context.Context, tb testing.TB, c client.Client, ns stri
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.OperatorName}},
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: efs.OperatorName}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "uses-shared-data"}},
+		// The roles OLM v0 aggregated for the CRD, which the app team's RoleBindings grant.
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: efs.SharedVolumeCRD + "-v1alpha1-edit"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: efs.SharedVolumeCRD + "-v1alpha1-view"}},
 	} {
 		keep(o)
 	}
