@@ -97,7 +97,7 @@ func TestVerbsAreWired(t *testing.T) {
 func TestClusterChangingVerbsDefaultToDryRun(t *testing.T) {
 	root := newRoot()
 	for _, path := range [][]string{
-		{"migrate", "subscription"}, {"migrate", "cso"}, {"efs", "release-finalizer"}, {"efs", "release-sharedvolumes"},
+		{"migrate", "subscription"}, {"migrate", "cso"}, {"migrate", "olm-v1"}, {"efs", "release-finalizer"}, {"efs", "release-sharedvolumes"},
 	} {
 		cmd, _, err := root.Find(path)
 		if err != nil {
@@ -132,6 +132,10 @@ func TestMigrateRefusesAnUnknownDriverBeforeTouchingACluster(t *testing.T) {
 	}
 	if _, err := execute(t, "migrate", "cso"); err == nil || !strings.Contains(err.Error(), `required flag(s) "driver" not set`) {
 		t.Errorf("without --driver: err = %v", err)
+	}
+	// The move to OLM v1 needs the ClusterCatalog it installs from, unless it goes back.
+	if _, err := execute(t, "migrate", "olm-v1"); err == nil || !strings.HasPrefix(err.Error(), "--catalog is empty: name the ClusterCatalog OLM v1 installs aws-efs-operator from") {
+		t.Errorf("migrate olm-v1 without --catalog: err = %v", err)
 	}
 }
 
