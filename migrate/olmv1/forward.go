@@ -43,6 +43,16 @@ func (m *Migrate) runForward(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A way back that stopped halfway must finish before the move starts again: both would act
+	// on the same objects.
+	back, err := migration.Find(ctx, mig.Client, backVerb, m.Package)
+	if err != nil {
+		return err
+	}
+	if back != nil && !back.Completed() {
+		return fmt.Errorf("ConfigMap %s records an unfinished way back of %s to OLM v0: finish it first (%s), then run this again; nothing was changed",
+			back.Ref(), m.Package, "csi-olm migrate olm-v1 --back --package "+m.Package+" --confirm")
+	}
 	if mig.Journal != nil {
 		if plan.Catalog != m.Catalog || (m.Extension != "" && m.Extension != plan.Extension) {
 			return fmt.Errorf("ConfigMap %s records a migration of %s to ClusterExtension %s from ClusterCatalog %s: run with those flags to resume it, or go back first (%s)",
