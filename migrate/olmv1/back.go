@@ -132,7 +132,14 @@ func (m *Migrate) backward(c client.Client, plan *Plan) []migration.Step {
 		Name:        unmarkStep,
 		Description: fmt.Sprintf("take Helm's and OLM v1's marks off the %d adopted objects", len(plan.Adopted)),
 		Do: func(ctx context.Context) error {
-			return forEachAdopted(ctx, c, plan, func(u *unstructured.Unstructured) { unmark(u, plan) })
+			if err := forEachAdopted(ctx, c, plan, func(u *unstructured.Unstructured) { unmark(u, plan) }); err != nil {
+				return err
+			}
+			// A CSV the move had not deleted yet owns its cluster RBAC by label again.
+			if live, err := csvAlive(ctx, c, plan); err != nil || !live {
+				return err
+			}
+			return forEachRetired(ctx, c, plan, true, func(u *unstructured.Unstructured) { setOLMOwner(u, plan, true) })
 		},
 	}, {
 		Name:        restoreSubscription,
@@ -148,8 +155,18 @@ func (m *Migrate) backward(c client.Client, plan *Plan) []migration.Step {
 		},
 	}, {
 		Name:        deleteLeftoversStep,
-		Description: fmt.Sprintf("delete what OLM v1 made for ClusterExtension %s alone: its RBAC under its names and its Helm release records", plan.Extension),
-		Do:          func(ctx context.Context) error { return deleteLeftovers(ctx, c, plan) },
+		Description: fmt.Sprintf("delete what OLM v1 made for ClusterExtension %s alone (its RBAC under its names, its Helm release records) and the first CSV's RBAC, if OLM v0 made its own anew", plan.Extension),
+		Do: func(ctx context.Context) error {
+			if err := deleteLeftovers(ctx, c, plan); err != nil {
+				return err
+			}
+			// What no CSV holds any more by owner label or reference, OLM v0 made anew.
+			return deleteRetired(ctx, c, plan, func(u *unstructured.Unstructured) bool {
+				return u.GetLabels()[olmOwnerLabel] == "" && !slices.ContainsFunc(u.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
+					return r.Kind == operatorsv1alpha1.ClusterServiceVersionKind
+				})
+			})
+		},
 	}, {
 		Name:        verifyBackStep,
 		Description: "check that every object kept its UID and the node plugins never restarted",
@@ -164,6 +181,18 @@ func (m *Migrate) backward(c client.Client, plan *Plan) []migration.Step {
 			})
 		},
 	}}
+}
+
+// csvAlive says whether the CSV the plan recorded still stands, not being deleted.
+func csvAlive(ctx context.Context, c client.Client, plan *Plan) (bool, error) {
+	var csv operatorsv1alpha1.ClusterServiceVersion
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV.Name}, &csv); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading CSV %s: %w", plan.CSV, err)
+	}
+	return csv.UID == plan.CSV.UID && csv.DeletionTimestamp == nil, nil
 }
 
 // orphanExtension deletes the migration's ClusterExtension with the orphan policy: the garbage

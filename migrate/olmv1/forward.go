@@ -25,13 +25,14 @@ import (
 const (
 	deleteSubscriptionStep = "delete-subscription"
 	markStep               = "mark-for-olm-v1"
+	releaseStep            = "release-from-olm-v0"
 	createExtensionStep    = "create-extension"
 	waitInstalledStep      = "wait-installed"
-	deleteCSVStep          = "delete-csv"
+	retireStep             = "delete-olm-v0-leftovers"
 	verifyStep             = "verify"
 )
 
-var forwardSteps = []string{deleteSubscriptionStep, markStep, createExtensionStep, waitInstalledStep, deleteCSVStep, verifyStep}
+var forwardSteps = []string{deleteSubscriptionStep, markStep, releaseStep, createExtensionStep, waitInstalledStep, retireStep, verifyStep}
 
 func (m *Migrate) runForward(ctx context.Context) error {
 	config, err := m.RESTConfig()
@@ -142,6 +143,34 @@ func (m *Migrate) forward(c client.Client, plan *Plan) []migration.Step {
 			return forEachAdopted(ctx, c, plan, func(u *unstructured.Unstructured) { mark(u, plan) })
 		},
 	}, {
+		// OLM v0 keeps applying what its CSV says, owner references included: beside OLM v1 it
+		// would take the Deployment back, and the CSV's deletion would then delete it. So the CSV
+		// goes first, with the orphan policy, which has the garbage collector take its owner
+		// reference off every object instead of deleting them; its cluster RBAC, which OLM v0
+		// deletes by label when the CSV goes, loses that label first and keeps granting the
+		// operator its permissions until OLM v1 grants them under its own names.
+		Name:        releaseStep,
+		Description: fmt.Sprintf("delete CSV %s/%s, orphaning what it owns: OLM v0 lets go of every object and deletes none", plan.Namespace, plan.CSV.Name),
+		Do: func(ctx context.Context) error {
+			if err := forEachRetired(ctx, c, plan, true, func(u *unstructured.Unstructured) { setOLMOwner(u, plan, false) }); err != nil {
+				return err
+			}
+			if err := orphanCSV(ctx, c, plan); err != nil {
+				return err
+			}
+			return migration.Wait(ctx, m.Progress, "CSV "+plan.CSV.Name+" to go", m.Timeout, func(ctx context.Context) (bool, string, error) {
+				var csv operatorsv1alpha1.ClusterServiceVersion
+				err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV.Name}, &csv)
+				switch {
+				case apierrors.IsNotFound(err) || (err == nil && csv.UID != plan.CSV.UID):
+					return true, "", nil
+				case err != nil:
+					return false, "", err
+				}
+				return false, fmt.Sprintf("finalizers %v", csv.Finalizers), nil
+			})
+		},
+	}, {
 		Name:        createExtensionStep,
 		Description: fmt.Sprintf("create ClusterExtension %s: package %s, version %s exactly, from ClusterCatalog %s", plan.Extension, plan.Package, plan.Version, plan.Catalog),
 		Do:          func(ctx context.Context) error { return createExtension(ctx, c, plan) },
@@ -154,16 +183,9 @@ func (m *Migrate) forward(c client.Client, plan *Plan) []migration.Step {
 			})
 		},
 	}, {
-		Name:        deleteCSVStep,
-		Description: fmt.Sprintf("delete CSV %s/%s; what OLM v1 adopted stays, OLM v0's own RBAC goes with it", plan.Namespace, plan.CSV.Name),
-		Do: func(ctx context.Context) error {
-			if err := deleteCSV(ctx, c, plan); err != nil {
-				return err
-			}
-			return migration.Wait(ctx, m.Progress, "CSV "+plan.CSV.Name+" and OLM v0's RBAC to go", m.Timeout, func(ctx context.Context) (bool, string, error) {
-				return csvGone(ctx, c, plan)
-			})
-		},
+		Name:        retireStep,
+		Description: fmt.Sprintf("delete the %d objects OLM v0 made for the CSV alone (its RBAC under its names), now that OLM v1 grants the same", len(plan.Retired)),
+		Do:          func(ctx context.Context) error { return deleteRetired(ctx, c, plan, func(*unstructured.Unstructured) bool { return true }) },
 	}, {
 		Name:        verifyStep,
 		Description: "check that every object kept its UID, the node plugins never restarted and OLM v1 reports the same version Installed",
@@ -363,9 +385,8 @@ func adopted(ctx context.Context, c client.Client, plan *Plan) (bool, string, er
 	return true, "", nil
 }
 
-// deleteCSV deletes the CSV the plan recorded. The garbage collector then deletes only what the
-// CSV alone owned: every adopted object has the ClusterExtension as an owner too.
-func deleteCSV(ctx context.Context, c client.Client, plan *Plan) error {
+// orphanCSV deletes the CSV the plan recorded with the orphan policy.
+func orphanCSV(ctx context.Context, c client.Client, plan *Plan) error {
 	var csv operatorsv1alpha1.ClusterServiceVersion
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV.Name}, &csv); {
 	case apierrors.IsNotFound(err):
@@ -376,27 +397,82 @@ func deleteCSV(ctx context.Context, c client.Client, plan *Plan) error {
 		return fmt.Errorf("CSV %s was replaced since the plan was made (UID %s, not %s): OLM v0 installed it again; go back (csi-olm migrate olm-v1 --back)", plan.CSV, csv.UID, plan.CSV.UID)
 	}
 	uid := csv.UID
-	background := metav1.DeletePropagationBackground
-	err := c.Delete(ctx, &csv, client.Preconditions{UID: &uid}, client.PropagationPolicy(background))
+	err := c.Delete(ctx, &csv, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting CSV %s: %w", plan.CSV, err)
 	}
 	return nil
 }
 
-// csvGone reports whether the CSV and the RBAC OLM v0 made for it are gone.
-func csvGone(ctx context.Context, c client.Client, plan *Plan) (bool, string, error) {
-	var left []string
-	for _, o := range append([]Object{plan.CSV}, plan.Retired...) {
-		switch _, err := get(ctx, c, o); {
-		case err == nil:
-			left = append(left, o.String())
-		case apierrors.IsNotFound(err) || errors.Is(err, errReplaced):
-		default:
-			return false, "", err
+// OLM v0's marks on what it made for a CSV where an owner reference cannot point at it: it
+// deletes what carries them when the CSV goes.
+var olmOwnerLabels = []string{olmOwnerLabel, olmOwnerNamespaceLabel, olmOwnerKindLabel}
+
+// setOLMOwner puts OLM v0's owner labels naming the CSV on u, or takes them off.
+func setOLMOwner(u *unstructured.Unstructured, plan *Plan, owned bool) {
+	labels := u.GetLabels()
+	if owned {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[olmOwnerLabel], labels[olmOwnerNamespaceLabel], labels[olmOwnerKindLabel] = plan.CSV.Name, plan.Namespace, operatorsv1alpha1.ClusterServiceVersionKind
+	} else if labels[olmOwnerLabel] == plan.CSV.Name && labels[olmOwnerNamespaceLabel] == plan.Namespace {
+		for _, k := range olmOwnerLabels {
+			delete(labels, k)
 		}
 	}
-	return len(left) == 0, "still there: " + strings.Join(left, ", "), nil
+	u.SetLabels(labels)
+}
+
+// forEachRetired applies change to every retired object that still exists, the cluster-scoped
+// ones only when clusterOnly: OLM v0 deletes those by label, the others by owner reference.
+func forEachRetired(ctx context.Context, c client.Client, plan *Plan, clusterOnly bool, change func(*unstructured.Unstructured)) error {
+	for _, o := range plan.Retired {
+		if clusterOnly && o.Namespace != "" {
+			continue
+		}
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			live, err := get(ctx, c, o)
+			if apierrors.IsNotFound(err) || errors.Is(err, errReplaced) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			updated := live.DeepCopy()
+			change(updated)
+			if equality.Semantic.DeepEqual(live.Object, updated.Object) {
+				return nil
+			}
+			return c.Update(ctx, updated, client.FieldOwner(fieldManager))
+		})
+		if err != nil {
+			return fmt.Errorf("changing %s: %w", o, err)
+		}
+	}
+	return nil
+}
+
+// deleteRetired deletes each retired object that is still the one the plan recorded and that
+// should go.
+func deleteRetired(ctx context.Context, c client.Client, plan *Plan, should func(*unstructured.Unstructured) bool) error {
+	for _, o := range plan.Retired {
+		live, err := get(ctx, c, o)
+		if apierrors.IsNotFound(err) || errors.Is(err, errReplaced) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", o, err)
+		}
+		if !should(live) {
+			continue
+		}
+		uid := live.GetUID()
+		if err := c.Delete(ctx, live, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s: %w", o, err)
+		}
+	}
+	return nil
 }
 
 // kept reports whether everything the migration must keep is as the plan recorded it.

@@ -7,11 +7,11 @@
 // How the hand-over works: operator-controller installs a bundle as a Helm release named after
 // the ClusterExtension, and Helm takes over an existing object only when it carries Helm's
 // ownership marks naming that release. The verb puts those marks on every object of the bundle
-// that exists, then creates the ClusterExtension, which adopts them (its controller owner
-// reference) instead of failing on them. Only then does the CSV go: Kubernetes' garbage collector
-// deletes an object only when all its owners are gone, so what OLM v1 adopted stays, and only
-// what OLM v0 alone owned (its RBAC under OLM v0's names) goes with the CSV. At every moment each
-// kept object has an owner, and the operator always has its permissions.
+// that exists, lets OLM v0 go first (the CSV deleted with the orphan policy, so that the garbage
+// collector takes its owner references off instead of deleting anything: OLM v0, which keeps
+// applying its CSV, would otherwise fight OLM v1 over the Deployment), then creates the
+// ClusterExtension, which adopts the marked objects (its controller owner reference). Only once
+// OLM v1 grants the operator its permissions does OLM v0's own RBAC go.
 package olmv1
 
 import (
@@ -199,7 +199,7 @@ func (m *Migrate) print(plan *Plan, back bool) error {
 	} else {
 		fmt.Fprintln(w, "  created by OLM v1: the operator's RBAC under OLM v1's names")
 	}
-	fmt.Fprintf(w, "  going with the CSV, once OLM v1 grants the same (%d):\n", len(plan.Retired))
+	fmt.Fprintf(w, "  OLM v0's own, deleted once OLM v1 grants the same (%d):\n", len(plan.Retired))
 	for _, o := range plan.Retired {
 		fmt.Fprintf(w, "    - %s\n", o)
 	}

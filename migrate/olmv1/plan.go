@@ -43,7 +43,11 @@ import (
 const (
 	olmOwnerLabel          = "olm.owner"
 	olmOwnerNamespaceLabel = "olm.owner.namespace"
+	olmOwnerKindLabel      = "olm.owner.kind"
 )
+
+// operatorConditionGVK is OLM v0's OperatorCondition, which it makes for every CSV.
+var operatorConditionGVK = schema.GroupVersionKind{Group: "operators.coreos.com", Version: "v2", Kind: "OperatorCondition"}
 
 // clusterCSIDriverGVK is OpenShift's ClusterCSIDriver, read only when the cluster serves it.
 var clusterCSIDriverGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "ClusterCSIDriver"}
@@ -407,8 +411,8 @@ func (m *Migrate) checkInstaller(ctx context.Context, c client.Client, kc kubern
 	return nil
 }
 
-// planRetired lists what OLM v0 made for the CSV alone: its RBAC, under OLM v0's names, which
-// goes with the CSV.
+// planRetired lists what OLM v0 made for the CSV alone: its RBAC under OLM v0's names, and its
+// OperatorCondition. The move deletes them once OLM v1 grants the same.
 func planRetired(ctx context.Context, c client.Client, plan *Plan) error {
 	owned := client.MatchingLabels{olmOwnerLabel: plan.CSV.Name, olmOwnerNamespaceLabel: plan.Namespace}
 	var crs rbacv1.ClusterRoleList
@@ -438,6 +442,20 @@ func planRetired(ctx context.Context, c client.Client, plan *Plan) error {
 	for _, o := range rbs.Items {
 		if ownedBy(&o, plan.CSV.UID) {
 			plan.Retired = append(plan.Retired, Object{APIVersion: rbac, Kind: "RoleBinding", Namespace: o.Namespace, Name: o.Name, UID: o.UID})
+		}
+	}
+	// OLM v0 gives a CSV an OperatorCondition; orphaned with the CSV, it would stay.
+	conditions := &metav1.PartialObjectMetadataList{}
+	conditions.SetGroupVersionKind(operatorConditionGVK.GroupVersion().WithKind(operatorConditionGVK.Kind + "List"))
+	switch err := c.List(ctx, conditions, client.InNamespace(plan.Namespace)); {
+	case meta.IsNoMatchError(err):
+	case err != nil:
+		return fmt.Errorf("listing the OperatorConditions of namespace %s: %w", plan.Namespace, err)
+	default:
+		for _, o := range conditions.Items {
+			if ownedBy(&o, plan.CSV.UID) {
+				plan.Retired = append(plan.Retired, Object{APIVersion: operatorConditionGVK.GroupVersion().String(), Kind: operatorConditionGVK.Kind, Namespace: o.Namespace, Name: o.Name, UID: o.UID})
+			}
 		}
 	}
 	return nil

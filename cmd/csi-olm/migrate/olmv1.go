@@ -25,9 +25,10 @@ v1 takes the extension on its next upgrade.
 
 With --confirm it records the plan in a ConfigMap next to the Subscription, deletes the
 Subscription (the CSV keeps running), marks every object OLM v1 adopts with Helm's ownership
-metadata for the ClusterExtension's release, creates the ClusterExtension pinned to the installed
-version, waits until OLM v1 reports it Installed and controls every adopted object, deletes the
-CSV (only OLM v0's own RBAC goes with it) and checks that everything kept its UID.
+metadata for the ClusterExtension's release, deletes the CSV with the orphan policy (OLM v0 lets
+go of every object and deletes none; its cluster RBAC keeps granting the operator), creates the
+ClusterExtension pinned to the installed version, waits until OLM v1 reports it Installed and
+controls every adopted object, deletes OLM v0's own RBAC and checks that everything kept its UID.
 
 Running it again resumes an interrupted migration. --back goes back to OLM v0 from any step: it
 deletes the ClusterExtension orphaning what it installed, takes OLM v1's marks off, creates the
