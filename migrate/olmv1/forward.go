@@ -185,7 +185,9 @@ func (m *Migrate) forward(c client.Client, plan *Plan) []migration.Step {
 	}, {
 		Name:        retireStep,
 		Description: fmt.Sprintf("delete the %d objects OLM v0 made for the CSV alone (its RBAC under its names), now that OLM v1 grants the same", len(plan.Retired)),
-		Do:          func(ctx context.Context) error { return deleteRetired(ctx, c, plan, func(*unstructured.Unstructured) bool { return true }) },
+		Do: func(ctx context.Context) error {
+			return deleteRetired(ctx, c, plan, func(*unstructured.Unstructured) bool { return true })
+		},
 	}, {
 		Name:        verifyStep,
 		Description: "check that every object kept its UID, the node plugins never restarted and OLM v1 reports the same version Installed",

@@ -78,9 +78,9 @@ func stuckSwitch(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Su
 // a rerun of the verb does once the cause is fixed. OLM never retries a Failed InstallPlan, and it
 // leaves behind what keeps it from resolving again: the Subscription's status names the new CSV,
 // which waits Pending for the objects the InstallPlan never made, as installed. So, when the
-// Subscription points at a Failed InstallPlan that installs the planned head, this deletes the
-// CSVs that InstallPlan created and that never succeeded, points the Subscription's status back
-// at the CSV the upgrade starts from, then deletes the InstallPlan; OLM then resolves the upgrade
+// Subscription points at a Failed InstallPlan that installs the planned head, this points the
+// Subscription's status back at the CSV the upgrade starts from, deletes the CSVs that InstallPlan
+// created and that never succeeded, then deletes the InstallPlan; OLM then resolves the upgrade
 // anew. Nothing that runs is touched: the installed CSV, its operator and the driver stay.
 func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, progress io.Writer) error {
 	var sub operatorsv1alpha1.Subscription
@@ -94,6 +94,7 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 	fmt.Fprintf(progress, "InstallPlan %s/%s, which installs %s, failed before (%s): csi-olm clears it so that OLM tries the upgrade again\n",
 		ip.Namespace, ip.Name, plan.Upgrade.Head, installPlanWhy(ip))
 	from := plan.InstalledCSV
+	var pending []*operatorsv1alpha1.ClusterServiceVersion
 	for _, name := range ip.Spec.ClusterServiceVersionNames {
 		if name == plan.InstalledCSV {
 			continue
@@ -110,11 +111,13 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 			from = ""
 			continue
 		}
-		fmt.Fprintf(progress, "  deleting CSV %s (%s), which that InstallPlan created and which never succeeded\n", csv.Name, csv.Status.Phase)
-		if err := deleteAndWait(ctx, c, &csv); err != nil {
-			return fmt.Errorf("deleting CSV %s/%s: %w", csv.Namespace, csv.Name, err)
-		}
+		pending = append(pending, &csv)
 	}
+	// The status first, while it still names the failed InstallPlan: OLM resolves again as soon
+	// as a CSV of the namespace goes, and resolving from a status that still names the deleted
+	// CSV as installed, it installs that CSV afresh, replacing nothing, beside the one that runs
+	// (then both provide the same APIs and OLM resolves nothing more). An InstallPlan the status
+	// names keeps OLM from making another until it is gone.
 	if from != "" {
 		fmt.Fprintf(progress, "  pointing the status of Subscription %s/%s back at the installed CSV %s\n", sub.Namespace, sub.Name, from)
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -127,7 +130,6 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 			}
 			out := sub.DeepCopy()
 			out.Status.InstalledCSV, out.Status.CurrentCSV = from, from
-			out.Status.InstallPlanRef, out.Status.Install = nil, nil
 			out.Status.State = operatorsv1alpha1.SubscriptionStateAtLatest
 			return c.Status().Update(ctx, out, client.FieldOwner(fieldManager))
 		})
@@ -135,8 +137,14 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 			return fmt.Errorf("updating the status of Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
 		}
 	}
-	// Last, as OLM makes a new InstallPlan for a Subscription whose InstallPlan is gone: the
-	// status no longer points at it by now, so OLM resolves from the installed CSV.
+	for _, csv := range pending {
+		fmt.Fprintf(progress, "  deleting CSV %s (%s), which that InstallPlan created and which never succeeded\n", csv.Name, csv.Status.Phase)
+		if err := deleteAndWait(ctx, c, csv); err != nil {
+			return fmt.Errorf("deleting CSV %s/%s: %w", csv.Namespace, csv.Name, err)
+		}
+	}
+	// Last, as OLM makes a new InstallPlan for a Subscription whose InstallPlan is gone: by now
+	// the status names the installed CSV, so OLM resolves the upgrade from it.
 	fmt.Fprintf(progress, "  deleting InstallPlan %s\n", ip.Name)
 	if err := deleteAndWait(ctx, c, ip); err != nil {
 		return fmt.Errorf("deleting InstallPlan %s/%s: %w", ip.Namespace, ip.Name, err)
