@@ -28,7 +28,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/csi-olm/csi-olm/internal/olmv1"
+	"github.com/csi-olm/csi-olm/internal/olmv1api"
 )
 
 // OLM v1 as the stack runs it: catalogd and operator-controller in OLMv1Namespace, each a
@@ -285,12 +285,12 @@ func olmv1Deployment(name, image string, args []string, volumes map[string]corev
 
 // OLM v1's API, as the test bed's callers name it.
 var (
-	ClusterCatalogGVK   = olmv1.ClusterCatalogGVK
-	ClusterExtensionGVK = olmv1.ClusterExtensionGVK
+	ClusterCatalogGVK   = olmv1api.ClusterCatalogGVK
+	ClusterExtensionGVK = olmv1api.ClusterExtensionGVK
 )
 
 // CatalogNameLabel is the label a ClusterExtension's catalog selector matches on.
-const CatalogNameLabel = olmv1.CatalogNameLabel
+const CatalogNameLabel = olmv1api.CatalogNameLabel
 
 // CreateClusterCatalog creates a ClusterCatalog for a catalog image, with a priority, and waits
 // until catalogd serves its content.
@@ -356,10 +356,10 @@ func WaitForOLMv1(ctx context.Context, c client.Client, gvk schema.GroupVersionK
 
 // ConditionStatus is the status of an OLM v1 object's condition, "" when it has none.
 func ConditionStatus(u *unstructured.Unstructured, condition string) string {
-	return olmv1.ConditionField(u, condition, "status")
+	return olmv1api.ConditionField(u, condition, "status")
 }
 
 // ConditionMessage is the message of an OLM v1 object's condition, "" when it has none.
 func ConditionMessage(u *unstructured.Unstructured, condition string) string {
-	return olmv1.ConditionField(u, condition, "message")
+	return olmv1api.ConditionField(u, condition, "message")
 }

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/internal/olmv1"
+	"github.com/csi-olm/csi-olm/internal/olmv1api"
 	"github.com/csi-olm/csi-olm/migrate/internal/migration"
 )
 
@@ -216,23 +216,23 @@ func orphanExtension(ctx context.Context, c client.Client, plan *Plan) error {
 // ClusterExtension the garbage collector left.
 func unmark(u *unstructured.Unstructured, plan *Plan) {
 	labels := u.GetLabels()
-	if labels[olmv1.ManagedByLabel] == olmv1.ManagedByHelm {
-		delete(labels, olmv1.ManagedByLabel)
+	if labels[olmv1api.ManagedByLabel] == olmv1api.ManagedByHelm {
+		delete(labels, olmv1api.ManagedByLabel)
 	}
-	if labels[olmv1.OwnerNameLabel] == plan.Extension {
-		for _, k := range []string{olmv1.OwnerKindLabel, olmv1.OwnerNameLabel, olmv1.PackageNameLabel, olmv1.BundleNameLabel} {
+	if labels[olmv1api.OwnerNameLabel] == plan.Extension {
+		for _, k := range []string{olmv1api.OwnerKindLabel, olmv1api.OwnerNameLabel, olmv1api.PackageNameLabel, olmv1api.BundleNameLabel} {
 			delete(labels, k)
 		}
 	}
 	u.SetLabels(labels)
 	annotations := u.GetAnnotations()
-	if annotations[olmv1.ReleaseNameAnnotation] == plan.Extension {
-		delete(annotations, olmv1.ReleaseNameAnnotation)
-		delete(annotations, olmv1.ReleaseNamespaceAnnotation)
+	if annotations[olmv1api.ReleaseNameAnnotation] == plan.Extension {
+		delete(annotations, olmv1api.ReleaseNameAnnotation)
+		delete(annotations, olmv1api.ReleaseNamespaceAnnotation)
 	}
 	u.SetAnnotations(annotations)
 	u.SetOwnerReferences(slices.DeleteFunc(u.GetOwnerReferences(), func(r metav1.OwnerReference) bool {
-		return r.Kind == olmv1.ClusterExtensionGVK.Kind && r.Name == plan.Extension
+		return r.Kind == olmv1api.ClusterExtensionGVK.Kind && r.Name == plan.Extension
 	}))
 }
 
@@ -307,7 +307,7 @@ func olmV0Runs(ctx context.Context, c client.Client, plan *Plan) (bool, string, 
 // orphaning kept but OLM v0 does not use, and the Secrets that recorded its Helm release: a
 // ClusterExtension of the same name made later would take them for its own history.
 func deleteLeftovers(ctx context.Context, c client.Client, plan *Plan) error {
-	selector := client.MatchingLabels{olmv1.OwnerKindLabel: olmv1.ClusterExtensionGVK.Kind, olmv1.OwnerNameLabel: plan.Extension}
+	selector := client.MatchingLabels{olmv1api.OwnerKindLabel: olmv1api.ClusterExtensionGVK.Kind, olmv1api.OwnerNameLabel: plan.Extension}
 	var objs []client.Object
 	for _, l := range []client.ObjectList{&rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
 		if err := c.List(ctx, l, selector); err != nil {

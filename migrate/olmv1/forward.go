@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/internal/olmv1"
+	"github.com/csi-olm/csi-olm/internal/olmv1api"
 	"github.com/csi-olm/csi-olm/migrate/internal/migration"
 )
 
@@ -109,11 +109,11 @@ func permissions(namespace string) []kube.Permission {
 		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "delete", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "list", Group: "operators.coreos.com", Resource: "operatorgroups", Namespace: namespace},
-		{Verb: "get", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
-		{Verb: "list", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
-		{Verb: "create", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
-		{Verb: "delete", Group: olmv1.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
-		{Verb: "get", Group: olmv1.ClusterCatalogGVK.Group, Resource: "clustercatalogs"},
+		{Verb: "get", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "list", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "create", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "delete", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "get", Group: olmv1api.ClusterCatalogGVK.Group, Resource: "clustercatalogs"},
 		{Verb: "create", Resource: "configmaps", Namespace: namespace},
 		{Verb: "update", Resource: "configmaps", Namespace: namespace},
 		{Verb: "delete", Resource: "configmaps", Namespace: namespace},
@@ -276,14 +276,14 @@ func mark(u *unstructured.Unstructured, plan *Plan) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	labels[olmv1.ManagedByLabel] = olmv1.ManagedByHelm
+	labels[olmv1api.ManagedByLabel] = olmv1api.ManagedByHelm
 	u.SetLabels(labels)
 	annotations := u.GetAnnotations()
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[olmv1.ReleaseNameAnnotation] = plan.Extension
-	annotations[olmv1.ReleaseNamespaceAnnotation] = plan.Namespace
+	annotations[olmv1api.ReleaseNameAnnotation] = plan.Extension
+	annotations[olmv1api.ReleaseNamespaceAnnotation] = plan.Namespace
 	u.SetAnnotations(annotations)
 }
 
@@ -299,12 +299,12 @@ func extension(plan *Plan) *unstructured.Unstructured {
 				"catalog": map[string]any{
 					"packageName": plan.Package,
 					"version":     plan.Version,
-					"selector":    map[string]any{"matchLabels": map[string]any{olmv1.CatalogNameLabel: plan.Catalog}},
+					"selector":    map[string]any{"matchLabels": map[string]any{olmv1api.CatalogNameLabel: plan.Catalog}},
 				},
 			},
 		},
 	}}
-	ce.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	ce.SetGroupVersionKind(olmv1api.ClusterExtensionGVK)
 	ce.SetName(plan.Extension)
 	return ce
 }
@@ -345,7 +345,7 @@ func sameSource(live, want *unstructured.Unstructured) bool {
 // getExtension reads the migration's ClusterExtension; nil when there is none.
 func getExtension(ctx context.Context, c client.Client, plan *Plan) (*unstructured.Unstructured, error) {
 	ce := &unstructured.Unstructured{}
-	ce.SetGroupVersionKind(olmv1.ClusterExtensionGVK)
+	ce.SetGroupVersionKind(olmv1api.ClusterExtensionGVK)
 	switch err := c.Get(ctx, client.ObjectKey{Name: plan.Extension}, ce); {
 	case apierrors.IsNotFound(err):
 		return nil, nil

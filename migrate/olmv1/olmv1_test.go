@@ -24,7 +24,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/internal/olmv1"
+	"github.com/csi-olm/csi-olm/internal/olmv1api"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -52,13 +52,13 @@ func TestMarkAndUnmark(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			u := tc.before.DeepCopy()
 			mark(u, plan)
-			if u.GetLabels()[olmv1.ManagedByLabel] != olmv1.ManagedByHelm || u.GetAnnotations()[olmv1.ReleaseNameAnnotation] != plan.Extension ||
-				u.GetAnnotations()[olmv1.ReleaseNamespaceAnnotation] != plan.Namespace {
+			if u.GetLabels()[olmv1api.ManagedByLabel] != olmv1api.ManagedByHelm || u.GetAnnotations()[olmv1api.ReleaseNameAnnotation] != plan.Extension ||
+				u.GetAnnotations()[olmv1api.ReleaseNamespaceAnnotation] != plan.Namespace {
 				t.Fatalf("marked: labels %v, annotations %v", u.GetLabels(), u.GetAnnotations())
 			}
 			// What operator-controller adds when it adopts the object goes on the way back too.
 			labels := u.GetLabels()
-			labels[olmv1.OwnerKindLabel], labels[olmv1.OwnerNameLabel] = olmv1.ClusterExtensionGVK.Kind, plan.Extension
+			labels[olmv1api.OwnerKindLabel], labels[olmv1api.OwnerNameLabel] = olmv1api.ClusterExtensionGVK.Kind, plan.Extension
 			u.SetLabels(labels)
 			u.SetOwnerReferences(append(u.GetOwnerReferences(), metav1.OwnerReference{APIVersion: "olm.operatorframework.io/v1", Kind: "ClusterExtension", Name: plan.Extension, UID: "u2"}))
 			unmark(u, plan)
@@ -67,10 +67,10 @@ func TestMarkAndUnmark(t *testing.T) {
 			}
 		})
 	}
-	other := object(map[string]string{olmv1.ManagedByLabel: olmv1.ManagedByHelm}, map[string]string{olmv1.ReleaseNameAnnotation: "another", olmv1.ReleaseNamespaceAnnotation: "x"}, nil)
+	other := object(map[string]string{olmv1api.ManagedByLabel: olmv1api.ManagedByHelm}, map[string]string{olmv1api.ReleaseNameAnnotation: "another", olmv1api.ReleaseNamespaceAnnotation: "x"}, nil)
 	u := other.DeepCopy()
 	unmark(u, plan)
-	if u.GetAnnotations()[olmv1.ReleaseNameAnnotation] != "another" {
+	if u.GetAnnotations()[olmv1api.ReleaseNameAnnotation] != "another" {
 		t.Errorf("unmark took another release's marks off: %v", u.GetAnnotations())
 	}
 }
@@ -197,7 +197,7 @@ func TestRefusesBeforeChangingAnything(t *testing.T) {
 	must(t, err)
 	image := ref.Context().Digest(desc.Digest.String()).String()
 	cc := &unstructured.Unstructured{}
-	cc.SetGroupVersionKind(olmv1.ClusterCatalogGVK)
+	cc.SetGroupVersionKind(olmv1api.ClusterCatalogGVK)
 	cc.SetName("certified")
 	must(t, unstructured.SetNestedMap(cc.Object, map[string]any{"type": "Image", "image": map[string]any{"ref": image}}, "spec", "source"))
 	must(t, c.Create(ctx, cc))

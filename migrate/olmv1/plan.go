@@ -33,9 +33,9 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/lint"
 	"github.com/csi-olm/csi-olm/catalog/load"
-	predictv1 "github.com/csi-olm/csi-olm/catalog/predict/olmv1"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/internal/kube"
-	"github.com/csi-olm/csi-olm/internal/olmv1"
+	"github.com/csi-olm/csi-olm/internal/olmv1api"
 )
 
 // OLM v0's marks on what it made for a CSV where an owner reference cannot point at it
@@ -181,10 +181,10 @@ func (m *Migrate) planOperatorGroup(ctx context.Context, c client.Client, plan *
 // the name the migration would give its own.
 func checkNoExtension(ctx context.Context, c client.Client, plan *Plan, refuse func(string, ...any)) error {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(olmv1.ClusterExtensionGVK.GroupVersion().WithKind(olmv1.ClusterExtensionGVK.Kind + "List"))
+	list.SetGroupVersionKind(olmv1api.ClusterExtensionGVK.GroupVersion().WithKind(olmv1api.ClusterExtensionGVK.Kind + "List"))
 	if err := c.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
-			refuse("the cluster does not serve OLM v1's ClusterExtension API (%s): install OLM v1 first", olmv1.ClusterExtensionGVK.GroupVersion())
+			refuse("the cluster does not serve OLM v1's ClusterExtension API (%s): install OLM v1 first", olmv1api.ClusterExtensionGVK.GroupVersion())
 			return nil
 		}
 		return fmt.Errorf("listing ClusterExtensions: %w", err)
@@ -205,7 +205,7 @@ func checkNoExtension(ctx context.Context, c client.Client, plan *Plan, refuse f
 // digest, and finds the bundle of the installed version in it.
 func (m *Migrate) planCatalog(ctx context.Context, c client.Client, plan *Plan, refuse func(string, ...any)) (*declcfg.DeclarativeConfig, error) {
 	cc := &unstructured.Unstructured{}
-	cc.SetGroupVersionKind(olmv1.ClusterCatalogGVK)
+	cc.SetGroupVersionKind(olmv1api.ClusterCatalogGVK)
 	switch err := c.Get(ctx, client.ObjectKey{Name: plan.Catalog}, cc); {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		refuse("ClusterCatalog %s does not exist (kubectl get clustercatalogs)", plan.Catalog)
@@ -338,8 +338,8 @@ func planAdopted(ctx context.Context, c client.Client, plan *Plan, csv *operator
 			return fmt.Errorf("reading %s: %w", o, err)
 		}
 		o.UID = live.GetUID()
-		if release := live.GetAnnotations()[olmv1.ReleaseNameAnnotation]; release != "" && release != plan.Extension {
-			refuse("%s belongs to Helm release %s (annotation %s): OLM v1 cannot take it over for ClusterExtension %s", o, release, olmv1.ReleaseNameAnnotation, plan.Extension)
+		if release := live.GetAnnotations()[olmv1api.ReleaseNameAnnotation]; release != "" && release != plan.Extension {
+			refuse("%s belongs to Helm release %s (annotation %s): OLM v1 cannot take it over for ClusterExtension %s", o, release, olmv1api.ReleaseNameAnnotation, plan.Extension)
 		}
 		if owner := metav1.GetControllerOf(live); owner != nil {
 			refuse("%s is controlled by %s %s: OLM v1 makes itself its controller, and an object has only one", o, owner.Kind, owner.Name)
@@ -599,12 +599,12 @@ func take(ctx context.Context, c client.Client, census Census, at time.Time) (in
 // nextUpgrade predicts, with the project's model of operator-controller's resolver, where OLM
 // v1 takes the extension from the installed version once its version range allows it.
 func nextUpgrade(plan *Plan, cfg *declcfg.DeclarativeConfig) string {
-	r, err := predictv1.NewResolver(predictv1.Catalog{Name: plan.Catalog, Config: cfg})
+	r, err := olmv1.NewResolver(olmv1.Catalog{Name: plan.Catalog, Config: cfg})
 	if err != nil {
 		return "cannot be predicted: " + err.Error()
 	}
-	choice, err := r.Resolve(predictv1.Request{Package: plan.Package, Installed: &predictv1.Installed{Name: plan.CSV.Name, Version: plan.Version}})
-	var rerr *predictv1.ResolutionError
+	choice, err := r.Resolve(olmv1.Request{Package: plan.Package, Installed: &olmv1.Installed{Name: plan.CSV.Name, Version: plan.Version}})
+	var rerr *olmv1.ResolutionError
 	switch {
 	case errors.As(err, &rerr):
 		return "none: operator-controller would not resolve an upgrade (" + rerr.Message + ")"
@@ -617,11 +617,11 @@ func nextUpgrade(plan *Plan, cfg *declcfg.DeclarativeConfig) string {
 }
 
 func conditionTrue(u *unstructured.Unstructured, condition string) bool {
-	return olmv1.ConditionField(u, condition, "status") == "True"
+	return olmv1api.ConditionField(u, condition, "status") == "True"
 }
 
 func conditionMessage(u *unstructured.Unstructured, condition string) string {
-	reason, message := olmv1.ConditionField(u, condition, "reason"), olmv1.ConditionField(u, condition, "message")
+	reason, message := olmv1api.ConditionField(u, condition, "reason"), olmv1api.ConditionField(u, condition, "message")
 	if reason == "" && message == "" {
 		return "no " + condition + " condition yet"
 	}

@@ -30,7 +30,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	ebsv1alpha1 "github.com/csi-olm/csi-olm/bundle/drivers/ebsdriver/v1alpha1"
-	predictv1 "github.com/csi-olm/csi-olm/catalog/predict/olmv1"
+	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/catalog/simulate"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/ebs"
@@ -200,7 +200,6 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 	}
 	t.Logf("%d rounds, %d kills: %d kept objects checked after each leg, none lost, no node plugin restarted", rounds, kills, len(before))
 
-
 	// Once more to OLM v1, uninterrupted; then OLM v1 upgrades and uninstalls.
 	run(t, bin, s, args...)
 	assertOLMv1Runs(ctx, t, s, p, ns, version)
@@ -310,7 +309,7 @@ func predictOLMv1Upgrade(ctx context.Context, t *testing.T, s *testbed.Stack, mi
 	if err := a.Run(ctx); err != nil {
 		t.Fatalf("simulate --olm v1 --from-cluster: %v\n%s", err, out.String())
 	}
-	var got struct{ Paths []predictv1.Path }
+	var got struct{ Paths []olmv1.Path }
 	must(t, json.Unmarshal(out.Bytes(), &got))
 	for _, p := range got.Paths {
 		if p.Start != nil && p.Start.Name == installed && len(p.Steps) > 0 {

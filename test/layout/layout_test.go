@@ -90,11 +90,12 @@ var leafPattern = regexp.MustCompile(`^bundle/drivers/[a-z]+/(v1alpha1|[a-z]+crd
 // SharedVolume controller in its process, the test bed builds and pushes its real node's pause
 // image like any other image, and a Subscription's migration asks the target catalog where OLM
 // takes the installed operator with the catalog verbs' own walk and checks the SharedVolumes
-// against the CRD it lands on with `efs check-sharedvolumes`' own validation.
+// against the CRD it lands on with `efs check-sharedvolumes`' own validation; the move to OLM v1
+// checks the bundle it lands on with `bundle validate --olm v1`'s own rules.
 var domainImports = map[string][]string{
 	"catalog":  {"bundle"},
 	"images":   {"bundle"},
-	"migrate":  {"catalog", "sharedvolume"},
+	"migrate":  {"bundle", "catalog", "sharedvolume"},
 	"release":  {"bundle", "catalog", "images"},
 	"operator": {"sharedvolume"},
 	"testbed":  {"images"},

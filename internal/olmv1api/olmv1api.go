@@ -1,8 +1,8 @@
-// Package olmv1 names OLM v1's API and the marks operator-controller's Helm-based applier puts on
+// Package olmv1api names OLM v1's API and the marks operator-controller's Helm-based applier puts on
 // what it installs, as the test bed and the migrate verb read and write them. The module that
 // defines OLM v1's Go types is built here only as a tool, outside this module's dependencies, so
 // its objects are handled as unstructured ones.
-package olmv1
+package olmv1api
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
