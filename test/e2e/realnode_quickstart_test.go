@@ -25,6 +25,7 @@ const (
 	classSection     = "Dynamic provisioning: a StorageClass"
 	sharedSection    = "Shared volumes for app teams: SharedVolume"
 	switchSection    = "Coming from the community aws-efs-operator"
+	olmv1Section     = "Moving to OLM v1"
 	uninstallSection = "Uninstall"
 	quickStartNS     = "openshift-cluster-csi-drivers"
 	quickStartAppNS  = "my-app"
