@@ -39,13 +39,14 @@ func waitOwnedGone(ctx context.Context, tb testing.TB, s *testbed.Stack, owner s
 		tb.Fatal(err)
 	}
 	var left []string
+	var lookErr error
 	// Each look lists every type, so not as often as testutil.Eventually looks.
 	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		left, err = ownedBy(ctx, disco, meta, uid)
-		return err == nil && len(left) == 0, nil
+		left, lookErr = ownedBy(ctx, disco, meta, uid)
+		return lookErr == nil && len(left) == 0, nil
 	})
 	if err != nil {
-		tb.Fatalf("what %s owned is not gone: %v (still there: %s)", owner, err, strings.Join(left, ", "))
+		tb.Fatalf("what %s owned is not gone: %v (still there: %s; the last look's error: %v)", owner, err, strings.Join(left, ", "), lookErr)
 	}
 }
 
