@@ -229,19 +229,7 @@ func deleteSubscription(ctx context.Context, c client.Client, plan *Plan) error 
 func forEachAdopted(ctx context.Context, c client.Client, plan *Plan, change func(*unstructured.Unstructured)) error {
 	var problems []string
 	for _, o := range plan.Adopted {
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			live, err := get(ctx, c, o)
-			if err != nil {
-				return err
-			}
-			updated := live.DeepCopy()
-			change(updated)
-			if equality.Semantic.DeepEqual(live.Object, updated.Object) {
-				return nil
-			}
-			return c.Update(ctx, updated, client.FieldOwner(fieldManager))
-		})
-		if err != nil {
+		if err := update(ctx, c, o, change); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", o, err))
 		}
 	}
@@ -249,6 +237,23 @@ func forEachAdopted(ctx context.Context, c client.Client, plan *Plan, change fun
 		return fmt.Errorf("changing %d of the %d adopted objects failed:\n  - %s", len(problems), len(plan.Adopted), strings.Join(problems, "\n  - "))
 	}
 	return nil
+}
+
+// update applies change to o, the object the plan recorded, and writes it when that changed it;
+// a write that lost a race reads the object again.
+func update(ctx context.Context, c client.Client, o Object, change func(*unstructured.Unstructured)) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := get(ctx, c, o)
+		if err != nil {
+			return err
+		}
+		updated := live.DeepCopy()
+		change(updated)
+		if equality.Semantic.DeepEqual(live.Object, updated.Object) {
+			return nil
+		}
+		return c.Update(ctx, updated, client.FieldOwner(fieldManager))
+	})
 }
 
 // errReplaced is an object of the recorded name, but not the recorded object.
@@ -433,22 +438,8 @@ func forEachRetired(ctx context.Context, c client.Client, plan *Plan, clusterOnl
 		if clusterOnly && o.Namespace != "" {
 			continue
 		}
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			live, err := get(ctx, c, o)
-			if apierrors.IsNotFound(err) || errors.Is(err, errReplaced) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			updated := live.DeepCopy()
-			change(updated)
-			if equality.Semantic.DeepEqual(live.Object, updated.Object) {
-				return nil
-			}
-			return c.Update(ctx, updated, client.FieldOwner(fieldManager))
-		})
-		if err != nil {
+		err := update(ctx, c, o, change)
+		if err != nil && !apierrors.IsNotFound(err) && !errors.Is(err, errReplaced) {
 			return fmt.Errorf("changing %s: %w", o, err)
 		}
 	}
