@@ -102,7 +102,7 @@ func (m *Migrate) runForward(ctx context.Context) error {
 
 // permissions are what the verb does, either way, checked before the first change.
 func permissions(namespace string) []kube.Permission {
-	ps := []kube.Permission{
+	return []kube.Permission{
 		{Verb: "get", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "create", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "delete", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
@@ -128,7 +128,6 @@ func permissions(namespace string) []kube.Permission {
 		{Verb: "patch", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"},
 		{Verb: "create", Group: "authorization.k8s.io", Resource: "subjectaccessreviews"},
 	}
-	return ps
 }
 
 func (m *Migrate) forward(c client.Client, plan *Plan) []migration.Step {

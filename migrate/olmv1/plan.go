@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -303,13 +304,7 @@ func planAdopted(ctx context.Context, c client.Client, plan *Plan, csv *operator
 	for _, p := range slices.Concat(csv.Spec.InstallStrategy.StrategySpec.Permissions, csv.Spec.InstallStrategy.StrategySpec.ClusterPermissions) {
 		accounts[p.ServiceAccountName] = true
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range accounts {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(accounts)) {
 		if name == "" || name == "default" {
 			continue
 		}
@@ -363,10 +358,10 @@ func (m *Migrate) checkInstaller(ctx context.Context, c client.Client, kc kubern
 	}
 	var permissions []kube.Permission
 	seen := map[kube.Permission]bool{}
-	need := func(gvk schema.GroupVersionKind, namespace string) error {
+	need := func(gvk schema.GroupVersionKind, namespace string) {
 		mapping, err := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return nil // refused already, as a kind the cluster does not serve
+			return // refused already, as a kind the cluster does not serve
 		}
 		for _, verb := range []string{"get", "create", "update", "patch", "delete"} {
 			p := kube.Permission{Verb: verb, Group: gvk.Group, Resource: mapping.Resource.Resource, Namespace: namespace}
@@ -375,18 +370,15 @@ func (m *Migrate) checkInstaller(ctx context.Context, c client.Client, kc kubern
 				permissions = append(permissions, p)
 			}
 		}
-		return nil
 	}
 	for _, o := range plan.Adopted {
-		if err := need(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind), o.Namespace); err != nil {
-			return err
-		}
+		need(schema.FromAPIVersionAndKind(o.APIVersion, o.Kind), o.Namespace)
 	}
 	for _, kind := range []string{"Role", "RoleBinding"} {
-		_ = need(rbacv1.SchemeGroupVersion.WithKind(kind), plan.Namespace)
+		need(rbacv1.SchemeGroupVersion.WithKind(kind), plan.Namespace)
 	}
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding"} {
-		_ = need(rbacv1.SchemeGroupVersion.WithKind(kind), "")
+		need(rbacv1.SchemeGroupVersion.WithKind(kind), "")
 	}
 	missing, err := kube.Missing(ctx, kc, kube.ServiceAccount(plan.Namespace, plan.ServiceAccount), permissions)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -416,13 +417,7 @@ func olmv1KeptState(ctx context.Context, tb testing.TB, c client.Client, ns stri
 func assertKeptState(ctx context.Context, t *testing.T, c client.Client, ns string, before map[string]string, when string) {
 	t.Helper()
 	now := olmv1KeptState(ctx, t, c, ns)
-	for _, key := range slices.Sorted(func(yield func(string) bool) {
-		for k := range before {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, key := range slices.Sorted(maps.Keys(before)) {
 		if now[key] != before[key] {
 			t.Errorf("%s, %s is %q, was %q", when, key, now[key], before[key])
 		}
