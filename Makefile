@@ -98,6 +98,12 @@ FIELD_TESTS := ^TestField
 # race detector, and which start no goroutines of their own: the publishing's concurrency
 # (registry.PinAll) is race-tested in images/registry.
 IMAGE_PACKAGES := ./release ./images
+# The packages whose code, and the module's code it imports, starts no goroutine (the bundle
+# definitions, generator and linters, and the layout rules): the race detector has nothing to find
+# there and made them three times slower. TestSequentialPackagesStartNoGoroutine (test/layout)
+# fails when one of them, or what it imports, starts a goroutine.
+SEQUENTIAL_PACKAGES := ./bundle/definition ./bundle/drivers/efsdriver ./bundle/drivers/ebsdriver/ebscrd ./bundle/drivers/maniladriver/manilacrd ./bundle/generate ./bundle/lint ./bundle/registryv1 ./test/layout
+NO_RACE_PACKAGES := $(IMAGE_PACKAGES) $(SEQUENTIAL_PACKAGES)
 # The SharedVolume controller's tests, over three minutes under -race, go first among the other
 # packages: last (in go list's order) they were the long pole of `make test`.
 RACE_FIRST := ./sharedvolume/controller
@@ -120,20 +126,21 @@ COMPILE_STATIC_OPERATOR = $(GO) build -o /dev/null ./cmd/aws-efs-csi-driver-oper
 # tests run. The operator package, the long pole, runs in 1 + OPERATOR_SHARDS processes side by
 # side, its campaigns and the shards of its other tests (compiled once first, by the listing, so
 # that they do not each compile it); all mostly wait on their own clusters.
-# The image packages' and the field tests run without the race detector (IMAGE_PACKAGES,
-# FIELD_TESTS), beside the rest: alone after it, they would leave a core idle for minutes.
+# The image packages', the sequential packages' and the field tests run without the race detector
+# (NO_RACE_PACKAGES, FIELD_TESTS), beside the rest: alone after it, they would leave a core idle
+# for minutes.
 # The tools build while apt-get installs buildah, which mostly waits on downloads.
 test: $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
 	@$(MAKE) --no-print-directory -j2 test-tools image-builder
 	rm -f $(LEDGER_DIR)/test-*.jsonl
 	$(call beside,$(COMPILE_STATIC_OPERATOR),$(RACE_TEST) -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
-	$(call beside,($(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 30m $(IMAGE_PACKAGES) $(call ledger,test-images) && \
+	$(call beside,($(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 30m $(NO_RACE_PACKAGES) $(call ledger,test-norace) && \
 		$(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout 10m -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate $(call ledger,test-field)),\
 		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run '$(OPERATOR_CAMPAIGNS)' ./operator/ $(call ledger,test-campaigns),\
 		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
 		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
 		$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout 40m -skip '$(FIELD_TESTS)' \
-		$$($(GO) list $(RACE_FIRST) ./... | grep -v -e /test/e2e -e /operator$$ $(foreach p,$(IMAGE_PACKAGES),-e $(patsubst ./%,/csi-olm/csi-olm/%,$(p))$$)) \
+		$$($(GO) list $(RACE_FIRST) ./... | grep -v -e /test/e2e -e /operator$$ $(foreach p,$(NO_RACE_PACKAGES),-e $(patsubst ./%,/csi-olm/csi-olm/%,$(p))$$)) \
 		$(call ledger,test-race))))))))
 	@$(SLOWEST) $(LEDGER_DIR)/test-*.jsonl
 

@@ -31,6 +31,8 @@ const root = "../.."
 type pkg struct {
 	ImportPath string
 	Name       string
+	Dir        string
+	GoFiles    []string
 	Imports    []string
 	Deps       []string
 }
