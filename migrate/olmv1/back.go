@@ -115,7 +115,7 @@ func backPermissions(namespace string) []kube.Permission {
 func (m *Migrate) backward(c client.Client, plan *Plan) []migration.Step {
 	return []migration.Step{{
 		Name:        orphanExtensionStep,
-		Description: fmt.Sprintf("delete ClusterExtension %s, orphaning what it installed: nothing of it is deleted", plan.Extension),
+		Description: fmt.Sprintf("delete ClusterExtension %s, orphaning what it installed: it goes once no adopted object names it as owner, and nothing of it is deleted", plan.Extension),
 		Do: func(ctx context.Context) error {
 			if err := orphanExtension(ctx, c, plan); err != nil {
 				return err
@@ -195,8 +195,8 @@ func csvAlive(ctx context.Context, c client.Client, plan *Plan) (bool, error) {
 	return csv.UID == plan.CSV.UID && csv.DeletionTimestamp == nil, nil
 }
 
-// orphanExtension deletes the migration's ClusterExtension with the orphan policy: the garbage
-// collector takes its owner reference off every object it installed instead of deleting them.
+// orphanExtension deletes the migration's ClusterExtension with the orphan policy, and frees
+// every adopted object from its owner reference.
 func orphanExtension(ctx context.Context, c client.Client, plan *Plan) error {
 	ce, err := getExtension(ctx, c, plan)
 	if err != nil || ce == nil {
@@ -205,11 +205,7 @@ func orphanExtension(ctx context.Context, c client.Client, plan *Plan) error {
 	if !sameSource(ce, extension(plan)) {
 		return fmt.Errorf("ClusterExtension %s is not the one the migration made (it installs something else now): going back would hand OLM v0 what it never installed; nothing was changed", plan.Extension)
 	}
-	uid := ce.GetUID()
-	if err := c.Delete(ctx, ce, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting ClusterExtension %s: %w", plan.Extension, err)
-	}
-	return nil
+	return orphanDelete(ctx, c, ce, "ClusterExtension "+plan.Extension, plan.Adopted)
 }
 
 // unmark takes Helm's ownership marks and OLM v1's labels off u, and any owner reference to the

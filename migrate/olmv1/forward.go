@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -107,11 +108,13 @@ func permissions(namespace string) []kube.Permission {
 		{Verb: "create", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "delete", Group: "operators.coreos.com", Resource: "subscriptions", Namespace: namespace},
 		{Verb: "get", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
+		{Verb: "update", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "delete", Group: "operators.coreos.com", Resource: "clusterserviceversions", Namespace: namespace},
 		{Verb: "list", Group: "operators.coreos.com", Resource: "operatorgroups", Namespace: namespace},
 		{Verb: "get", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
 		{Verb: "list", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
 		{Verb: "create", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
+		{Verb: "update", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
 		{Verb: "delete", Group: olmv1api.ClusterExtensionGVK.Group, Resource: "clusterextensions"},
 		{Verb: "get", Group: olmv1api.ClusterCatalogGVK.Group, Resource: "clustercatalogs"},
 		{Verb: "create", Resource: "configmaps", Namespace: namespace},
@@ -391,7 +394,8 @@ func adopted(ctx context.Context, c client.Client, plan *Plan) (bool, string, er
 	return true, "", nil
 }
 
-// orphanCSV deletes the CSV the plan recorded with the orphan policy.
+// orphanCSV deletes the CSV the plan recorded with the orphan policy, and frees every object the
+// plan keeps or retires later from its owner references.
 func orphanCSV(ctx context.Context, c client.Client, plan *Plan) error {
 	var csv operatorsv1alpha1.ClusterServiceVersion
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV.Name}, &csv); {
@@ -402,12 +406,7 @@ func orphanCSV(ctx context.Context, c client.Client, plan *Plan) error {
 	case csv.UID != plan.CSV.UID:
 		return fmt.Errorf("CSV %s was replaced since the plan was made (UID %s, not %s): OLM v0 installed it again; go back (csi-olm migrate olm-v1 --back)", plan.CSV, csv.UID, plan.CSV.UID)
 	}
-	uid := csv.UID
-	err := c.Delete(ctx, &csv, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting CSV %s: %w", plan.CSV, err)
-	}
-	return nil
+	return orphanDelete(ctx, c, &csv, "CSV "+plan.CSV.String(), slices.Concat(plan.Adopted, plan.Retired))
 }
 
 // OLM v0's marks on what it made for a CSV where an owner reference cannot point at it: it

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/catalog/load"
@@ -223,6 +226,48 @@ func TestRefusesBeforeChangingAnything(t *testing.T) {
 	for _, cm := range journals.Items {
 		if strings.HasPrefix(cm.Name, "csi-olm-migrate-") {
 			t.Errorf("a refused dry run wrote journal %s", cm.Name)
+		}
+	}
+}
+
+// The owner a move deletes goes only once no object the plan keeps names it: the migration takes
+// the references off itself rather than trust the garbage collector, whose orphaning misses a
+// dependent its informers have not seen yet and then deletes it. The test bed runs no garbage
+// collector, so what the references become is the migration's doing alone; a rerun (after a
+// kill) finds nothing left to do.
+func TestOrphanDeleteFreesWhatItKeeps(t *testing.T) {
+	s := testutil.StartTestBed(t, testbed.APIServer)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := s.Client
+	const ns = "default"
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}
+	must(t, c.Create(ctx, owner))
+	ref := func(name string, uid types.UID) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: name, UID: uid, Controller: ptr.To(name == owner.Name), BlockOwnerDeletion: ptr.To(true)}
+	}
+	other := ref("other", "0b1a0e5e-0000-4000-8000-000000000001")
+	kept := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kept", OwnerReferences: []metav1.OwnerReference{ref(owner.Name, owner.UID)}}}
+	shared := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared", OwnerReferences: []metav1.OwnerReference{other, ref(owner.Name, owner.UID)}}}
+	must(t, c.Create(ctx, kept))
+	must(t, c.Create(ctx, shared))
+	objects := []Object{
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: kept.Name, UID: kept.UID},
+		{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: shared.Name, UID: shared.UID},
+		{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "never-made", UID: "0b1a0e5e-0000-4000-8000-000000000002"},
+	}
+	for run := 1; run <= 2; run++ {
+		live := &corev1.ConfigMap{}
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(owner), live))
+		must(t, orphanDelete(ctx, c, live, "ConfigMap owner", objects))
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(owner), live))
+		if live.DeletionTimestamp == nil || !slices.Equal(live.Finalizers, []string{metav1.FinalizerOrphanDependents}) {
+			t.Errorf("run %d: the owner is not being deleted with the orphan policy alone: deletion %v, finalizers %v", run, live.DeletionTimestamp, live.Finalizers)
+		}
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(kept), kept))
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(shared), shared))
+		if len(kept.OwnerReferences) != 0 || !equality.Semantic.DeepEqual(shared.OwnerReferences, []metav1.OwnerReference{other}) {
+			t.Errorf("run %d: owner references left: %v on the ConfigMap (want none), %v on the Secret (want only %s's)", run, kept.OwnerReferences, shared.OwnerReferences, other.Name)
 		}
 	}
 }

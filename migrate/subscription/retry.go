@@ -2,6 +2,7 @@ package subscription
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -77,11 +79,20 @@ func stuckSwitch(ctx context.Context, c client.Client, sub *operatorsv1alpha1.Su
 // retryFailedInstallPlan lets OLM v0 try the upgrade again after an InstallPlan of it failed, as
 // a rerun of the verb does once the cause is fixed. OLM never retries a Failed InstallPlan, and it
 // leaves behind what keeps it from resolving again: the Subscription's status names the new CSV,
-// which waits Pending for the objects the InstallPlan never made, as installed. So, when the
-// Subscription points at a Failed InstallPlan that installs the planned head, this points the
-// Subscription's status back at the CSV the upgrade starts from, deletes the CSVs that InstallPlan
-// created and that never succeeded, then deletes the InstallPlan; OLM then resolves the upgrade
-// anew. Nothing that runs is touched: the installed CSV, its operator and the driver stay.
+// which waits Pending for the objects the InstallPlan never made, as installed. Nothing that runs
+// is touched: the installed CSV, its operator and the driver stay.
+//
+// The order keeps OLM from ever resolving from a half-cleared state. While the Pending CSV stands,
+// OLM resolves on every change and takes it for the upgrade already made; once it is gone and the
+// status still names it, OLM installs it afresh, replacing nothing, beside the CSV that runs; and
+// a Subscription whose InstallPlan disappears while it is UpgradePending loses its current CSV, so
+// OLM installs the channel's head afresh too. So this
+//  1. holds OLM: a status that names an InstallPlan and is UpgradePending is one OLM does not
+//     resolve, and with no current CSV named OLM does not put it back to AtLatest;
+//  2. deletes the CSVs that InstallPlan created and that never succeeded;
+//  3. points the status at the CSV the upgrade starts from, which lets OLM resolve the upgrade
+//     from it and make a new InstallPlan;
+//  4. deletes the failed InstallPlan only once the Subscription names the new one.
 func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, progress io.Writer) error {
 	var sub operatorsv1alpha1.Subscription
 	if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
@@ -113,28 +124,12 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 		}
 		pending = append(pending, &csv)
 	}
-	// The status first, while it still names the failed InstallPlan: OLM resolves again as soon
-	// as a CSV of the namespace goes, and resolving from a status that still names the deleted
-	// CSV as installed, it installs that CSV afresh, replacing nothing, beside the one that runs
-	// (then both provide the same APIs and OLM resolves nothing more). An InstallPlan the status
-	// names keeps OLM from making another until it is gone.
 	if from != "" {
-		fmt.Fprintf(progress, "  pointing the status of Subscription %s/%s back at the installed CSV %s\n", sub.Namespace, sub.Name, from)
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			var sub operatorsv1alpha1.Subscription
-			if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
-				return err
-			}
-			if sub.Status.InstallPlanRef == nil || sub.Status.InstallPlanRef.Name != ip.Name {
-				return fmt.Errorf("OLM moved Subscription %s/%s from InstallPlan %s to %v meanwhile: csi-olm stops rather than guess; run it again", sub.Namespace, sub.Name, ip.Name, sub.Status.InstallPlanRef)
-			}
-			out := sub.DeepCopy()
-			out.Status.InstalledCSV, out.Status.CurrentCSV = from, from
-			out.Status.State = operatorsv1alpha1.SubscriptionStateAtLatest
-			return c.Status().Update(ctx, out, client.FieldOwner(fieldManager))
-		})
-		if err != nil {
-			return fmt.Errorf("updating the status of Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
+		fmt.Fprintf(progress, "  holding OLM's resolution of Subscription %s/%s while the failed upgrade is cleared\n", sub.Namespace, sub.Name)
+		if err := setStatus(ctx, c, plan, ip.Name, func(st *operatorsv1alpha1.SubscriptionStatus) {
+			st.CurrentCSV, st.State = "", operatorsv1alpha1.SubscriptionStateUpgradePending
+		}); err != nil {
+			return err
 		}
 	}
 	for _, csv := range pending {
@@ -143,11 +138,83 @@ func retryFailedInstallPlan(ctx context.Context, c client.Client, plan *Plan, pr
 			return fmt.Errorf("deleting CSV %s/%s: %w", csv.Namespace, csv.Name, err)
 		}
 	}
-	// Last, as OLM makes a new InstallPlan for a Subscription whose InstallPlan is gone: by now
-	// the status names the installed CSV, so OLM resolves the upgrade from it.
+	if from != "" {
+		fmt.Fprintf(progress, "  pointing the status of Subscription %s/%s back at the installed CSV %s, and waiting for OLM's new InstallPlan\n", sub.Namespace, sub.Name, from)
+		if err := resolveAnew(ctx, c, plan, ip.Name, from); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(progress, "  deleting InstallPlan %s\n", ip.Name)
 	if err := deleteAndWait(ctx, c, ip); err != nil {
 		return fmt.Errorf("deleting InstallPlan %s/%s: %w", ip.Namespace, ip.Name, err)
+	}
+	return nil
+}
+
+// resolveAnewTimeout bounds the wait for OLM's new InstallPlan: OLM resolves within seconds of a
+// status change.
+const resolveAnewTimeout = 2 * time.Minute
+
+// resolveAnew points the Subscription's status at the CSV the upgrade starts from and waits until
+// OLM names a new InstallPlan in it. A resolution OLM began before the status changed writes back
+// the status it began from, so the status is pointed back again for as long as it names the
+// failed InstallPlan without the starting CSV.
+func resolveAnew(ctx context.Context, c client.Client, plan *Plan, failed, from string) error {
+	fromHere := func(st *operatorsv1alpha1.SubscriptionStatus) {
+		st.InstalledCSV, st.CurrentCSV, st.State = from, from, operatorsv1alpha1.SubscriptionStateAtLatest
+	}
+	if err := setStatus(ctx, c, plan, failed, fromHere); errors.Is(err, errMovedOn) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	var last operatorsv1alpha1.Subscription
+	err := wait.PollUntilContextTimeout(ctx, time.Second/2, resolveAnewTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &last); err != nil {
+			return false, err
+		}
+		if ref := last.Status.InstallPlanRef; ref == nil || ref.Name != failed {
+			return true, nil
+		}
+		if last.Status.CurrentCSV != from || last.Status.State != operatorsv1alpha1.SubscriptionStateAtLatest {
+			if err := setStatus(ctx, c, plan, failed, fromHere); errors.Is(err, errMovedOn) {
+				return true, nil
+			} else if err != nil {
+				return false, err
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		why := "no ResolutionFailed condition"
+		if cond := last.Status.GetCondition(operatorsv1alpha1.SubscriptionResolutionFailed); cond.Status == "True" {
+			why = fmt.Sprintf("ResolutionFailed: %s", cond.Message)
+		}
+		return fmt.Errorf("waiting for OLM to resolve the upgrade of Subscription %s/%s from %s anew (%s): %w", plan.Namespace, plan.Name, from, why, err)
+	}
+	return nil
+}
+
+// errMovedOn is OLM naming another InstallPlan in the Subscription than the failed one.
+var errMovedOn = errors.New("OLM moved the Subscription to another InstallPlan")
+
+// setStatus changes the Subscription's status while it still names the failed InstallPlan.
+func setStatus(ctx context.Context, c client.Client, plan *Plan, failed string, change func(*operatorsv1alpha1.SubscriptionStatus)) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sub operatorsv1alpha1.Subscription
+		if err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.Name}, &sub); err != nil {
+			return err
+		}
+		if sub.Status.InstallPlanRef == nil || sub.Status.InstallPlanRef.Name != failed {
+			return fmt.Errorf("%w: Subscription %s/%s names %v, not InstallPlan %s; csi-olm stops rather than guess: run it again", errMovedOn, sub.Namespace, sub.Name, sub.Status.InstallPlanRef, failed)
+		}
+		out := sub.DeepCopy()
+		change(&out.Status)
+		out.Status.LastUpdated = metav1.Now()
+		return c.Status().Update(ctx, out, client.FieldOwner(fieldManager))
+	})
+	if err != nil {
+		return fmt.Errorf("updating the status of Subscription %s/%s: %w", plan.Namespace, plan.Name, err)
 	}
 	return nil
 }

@@ -416,9 +416,9 @@ func restoreHelp(plan *Plan, journal string, err error) string {
 	}
 	if failed := (*installPlanFailed)(nil); errors.As(err, &failed) || plan.Stuck != nil {
 		return kept + `
-Fix what OLM names, then run the same command again: it deletes the failed InstallPlan and the CSV it left Pending, points
-the Subscription's status back at the installed CSV, and OLM tries the upgrade again. Do not put the source back first:
-OLM would stay stuck on the CSV the InstallPlan left.`
+Fix what OLM names, then run the same command again: it deletes the CSV the failed InstallPlan left Pending, points the
+Subscription's status back at the installed CSV so that OLM tries the upgrade again, and deletes the failed InstallPlan
+once OLM has made a new one. Do not put the source back first: OLM would stay stuck on the CSV the InstallPlan left.`
 	}
 	patch, _ := json.Marshal(map[string]any{"spec": map[string]string{
 		"source": plan.OriginalSpec.CatalogSource, "sourceNamespace": plan.OriginalSpec.CatalogSourceNamespace, "channel": plan.OriginalSpec.Channel,
