@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,7 +118,7 @@ func (m *Migrate) backward(c client.Client, plan *Plan) []migration.Step {
 		Name:        orphanExtensionStep,
 		Description: fmt.Sprintf("delete ClusterExtension %s, orphaning what it installed: it goes once no adopted object names it as owner, and nothing of it is deleted", plan.Extension),
 		Do: func(ctx context.Context) error {
-			if err := orphanExtension(ctx, c, plan); err != nil {
+			if err := orphanExtension(ctx, c, plan, m.Timeout); err != nil {
 				return err
 			}
 			return migration.Wait(ctx, m.Progress, "ClusterExtension "+plan.Extension+" to go", m.Timeout, func(ctx context.Context) (bool, string, error) {
@@ -197,7 +198,7 @@ func csvAlive(ctx context.Context, c client.Client, plan *Plan) (bool, error) {
 
 // orphanExtension deletes the migration's ClusterExtension with the orphan policy, and frees
 // every adopted object from its owner reference.
-func orphanExtension(ctx context.Context, c client.Client, plan *Plan) error {
+func orphanExtension(ctx context.Context, c client.Client, plan *Plan, timeout time.Duration) error {
 	ce, err := getExtension(ctx, c, plan)
 	if err != nil || ce == nil {
 		return err
@@ -205,7 +206,7 @@ func orphanExtension(ctx context.Context, c client.Client, plan *Plan) error {
 	if !sameSource(ce, extension(plan)) {
 		return fmt.Errorf("ClusterExtension %s is not the one the migration made (it installs something else now): going back would hand OLM v0 what it never installed; nothing was changed", plan.Extension)
 	}
-	return orphanDelete(ctx, c, ce, "ClusterExtension "+plan.Extension, plan.Adopted)
+	return orphanDelete(ctx, c, ce, "ClusterExtension "+plan.Extension, plan.Adopted, timeout)
 }
 
 // unmark takes Helm's ownership marks and OLM v1's labels off u, and any owner reference to the

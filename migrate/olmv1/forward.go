@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -157,7 +158,7 @@ func (m *Migrate) forward(c client.Client, plan *Plan) []migration.Step {
 			if err := forEachRetired(ctx, c, plan, true, func(u *unstructured.Unstructured) { setOLMOwner(u, plan, false) }); err != nil {
 				return err
 			}
-			if err := orphanCSV(ctx, c, plan); err != nil {
+			if err := orphanCSV(ctx, c, plan, m.Timeout); err != nil {
 				return err
 			}
 			return migration.Wait(ctx, m.Progress, "CSV "+plan.CSV.Name+" to go", m.Timeout, func(ctx context.Context) (bool, string, error) {
@@ -396,7 +397,7 @@ func adopted(ctx context.Context, c client.Client, plan *Plan) (bool, string, er
 
 // orphanCSV deletes the CSV the plan recorded with the orphan policy, and frees every object the
 // plan keeps or retires later from its owner references.
-func orphanCSV(ctx context.Context, c client.Client, plan *Plan) error {
+func orphanCSV(ctx context.Context, c client.Client, plan *Plan, timeout time.Duration) error {
 	var csv operatorsv1alpha1.ClusterServiceVersion
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: plan.Namespace, Name: plan.CSV.Name}, &csv); {
 	case apierrors.IsNotFound(err):
@@ -406,7 +407,7 @@ func orphanCSV(ctx context.Context, c client.Client, plan *Plan) error {
 	case csv.UID != plan.CSV.UID:
 		return fmt.Errorf("CSV %s was replaced since the plan was made (UID %s, not %s): OLM v0 installed it again; go back (csi-olm migrate olm-v1 --back)", plan.CSV, csv.UID, plan.CSV.UID)
 	}
-	return orphanDelete(ctx, c, &csv, "CSV "+plan.CSV.String(), slices.Concat(plan.Adopted, plan.Retired))
+	return orphanDelete(ctx, c, &csv, "CSV "+plan.CSV.String(), slices.Concat(plan.Adopted, plan.Retired), timeout)
 }
 
 // OLM v0's marks on what it made for a CSV where an owner reference cannot point at it: it

@@ -3,6 +3,7 @@ package olmv1
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -230,11 +232,12 @@ func TestRefusesBeforeChangingAnything(t *testing.T) {
 	}
 }
 
-// The owner a move deletes goes only once no object the plan keeps names it: the migration takes
-// the references off itself rather than trust the garbage collector, whose orphaning misses a
-// dependent its informers have not seen yet and then deletes it. The test bed runs no garbage
-// collector, so what the references become is the migration's doing alone; a rerun (after a
-// kill) finds nothing left to do.
+// The owner a move deletes goes only once every other finalizer is done and no object the plan
+// keeps names it: the migration takes the references off itself rather than trust the garbage
+// collector, whose orphaning misses a dependent its informers have not seen yet (or one the
+// owner's controller wrote again meanwhile) and which then deletes it as an orphan. The test bed
+// runs no garbage collector: the test plays one that orphaned nothing and only took its finalizer
+// off, so what the references become is the migration's doing alone.
 func TestOrphanDeleteFreesWhatItKeeps(t *testing.T) {
 	s := testutil.StartTestBed(t, testbed.APIServer)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -256,18 +259,35 @@ func TestOrphanDeleteFreesWhatItKeeps(t *testing.T) {
 		{APIVersion: "v1", Kind: "Secret", Namespace: ns, Name: shared.Name, UID: shared.UID},
 		{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "never-made", UID: "0b1a0e5e-0000-4000-8000-000000000002"},
 	}
-	for run := 1; run <= 2; run++ {
-		live := &corev1.ConfigMap{}
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(owner), live))
-		must(t, orphanDelete(ctx, c, live, "ConfigMap owner", objects))
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(owner), live))
-		if live.DeletionTimestamp == nil || !slices.Equal(live.Finalizers, []string{metav1.FinalizerOrphanDependents}) {
-			t.Errorf("run %d: the owner is not being deleted with the orphan policy alone: deletion %v, finalizers %v", run, live.DeletionTimestamp, live.Finalizers)
+	done := make(chan error, 1)
+	go func() { done <- orphanDelete(ctx, c, owner.DeepCopy(), "ConfigMap owner", objects, 30*time.Second) }()
+
+	// While the garbage collector's finalizer stands, the owner is held and nothing is freed.
+	live := &corev1.ConfigMap{}
+	must(t, testutil.Eventually(ctx, "the owner held and deleted with the orphan policy", func(ctx context.Context) error {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(owner), live); err != nil {
+			return err
 		}
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(kept), kept))
-		must(t, c.Get(ctx, client.ObjectKeyFromObject(shared), shared))
-		if len(kept.OwnerReferences) != 0 || !equality.Semantic.DeepEqual(shared.OwnerReferences, []metav1.OwnerReference{other}) {
-			t.Errorf("run %d: owner references left: %v on the ConfigMap (want none), %v on the Secret (want only %s's)", run, kept.OwnerReferences, shared.OwnerReferences, other.Name)
+		if want := []string{holdFinalizer, metav1.FinalizerOrphanDependents}; live.DeletionTimestamp == nil || !slices.Equal(live.Finalizers, want) {
+			return fmt.Errorf("deletion %v, finalizers %v, want %v", live.DeletionTimestamp, live.Finalizers, want)
 		}
+		return nil
+	}))
+	time.Sleep(time.Second)
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(kept), kept))
+	if len(kept.OwnerReferences) != 1 {
+		t.Errorf("references taken off before the other finalizers were done: %v", kept.OwnerReferences)
+	}
+	live.Finalizers = []string{holdFinalizer}
+	must(t, c.Update(ctx, live))
+
+	must(t, <-done)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(owner), live); !apierrors.IsNotFound(err) {
+		t.Errorf("the owner is not gone: %v, finalizers %v", err, live.Finalizers)
+	}
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(kept), kept))
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(shared), shared))
+	if len(kept.OwnerReferences) != 0 || !equality.Semantic.DeepEqual(shared.OwnerReferences, []metav1.OwnerReference{other}) {
+		t.Errorf("owner references left: %v on the ConfigMap (want none), %v on the Secret (want only %s's)", kept.OwnerReferences, shared.OwnerReferences, other.Name)
 	}
 }

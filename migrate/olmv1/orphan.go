@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -21,11 +23,14 @@ const holdFinalizer = "migrate.csi-olm.io/release-owned-objects"
 
 // orphanDelete deletes owner, as read from the cluster (what), with the orphan policy, and takes
 // its owner references off the objects the plan keeps before it goes. The garbage collector's
-// orphaning frees only the dependents its informers already show: an object OLM v1 adopted
-// seconds before the way back deletes its ClusterExtension can be missing there, and once the
-// owner is gone the collector deletes that object as an orphan (a CRD with every resource of its
-// kind). So the migration's own finalizer holds the owner until no kept object names it.
-func orphanDelete(ctx context.Context, c client.Client, owner client.Object, what string, kept []Object) error {
+// orphaning frees only the dependents its informers already show, and the owner's controller may
+// still be applying its objects, owner references included, when the deletion begins (adding the
+// finalizer is itself a change it reconciles); once the owner is gone the collector deletes every
+// object that still names it (a CRD with every resource of its kind). So the migration's own
+// finalizer holds the owner until every other finalizer is done (the controller has stopped, the
+// collector has orphaned what it knew), and until the migration has taken the references off
+// every object the plan keeps itself.
+func orphanDelete(ctx context.Context, c client.Client, owner client.Object, what string, kept []Object, timeout time.Duration) error {
 	uid := owner.GetUID()
 	if owner.GetDeletionTimestamp() == nil {
 		// A finalizer cannot be added once the deletion has begun: it goes on first.
@@ -36,6 +41,22 @@ func orphanDelete(ctx context.Context, c client.Client, owner client.Object, wha
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting %s: %w", what, err)
 		}
+	}
+	var others []string
+	err := wait.PollUntilContextTimeout(ctx, time.Second/2, timeout, true, func(ctx context.Context) (bool, error) {
+		switch err := c.Get(ctx, client.ObjectKeyFromObject(owner), owner); {
+		case apierrors.IsNotFound(err):
+			return true, nil
+		case err != nil:
+			return false, err
+		case owner.GetUID() != uid:
+			return true, nil
+		}
+		others = slices.DeleteFunc(slices.Clone(owner.GetFinalizers()), func(f string) bool { return f == holdFinalizer })
+		return len(others) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the other finalizers of %s (%s) to finish: %w", what, strings.Join(others, ", "), err)
 	}
 	var problems []string
 	for _, o := range kept {
