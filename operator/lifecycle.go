@@ -190,6 +190,12 @@ func (l *lifecycle) sync(ctx context.Context, syncCtx factory.SyncContext) error
 		err = l.pods.follow(ctx, phases[l.phase].watch)
 	}
 	if err != nil {
+		// A write that lost a race with another writer of the CR (the deletion itself, another
+		// controller's status) is retried at once, not reported: Degraded is for what an admin
+		// must look at, and a removal blocked on volumes in use read as RemovalFailed for a moment.
+		if apierrors.IsConflict(err) {
+			return err
+		}
 		if reportErr := l.report(ctx, in.generation, err.Error(), true); reportErr != nil {
 			return errors.Join(err, reportErr)
 		}
