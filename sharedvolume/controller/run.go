@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,10 +55,15 @@ type Options struct {
 // against 0.944-0.947 with 32 throughout.
 var DefaultOptions = Options{Workers: 32, BacklogWorkers: 96}
 
+// setLogger hands controller-runtime klog's logger once per process: the logger is the process's,
+// and tests run several operators side by side in one process, whose concurrent SetLogger calls
+// race inside controller-runtime.
+var setLogger sync.Once
+
 // Run runs the SharedVolume controller until ctx ends. It waits for the SharedVolume API: the
 // CRD comes with the operator's bundle, but an operator started by hand may come first.
 func Run(ctx context.Context, config *rest.Config, component string, opts Options) error {
-	ctrl.SetLogger(klog.NewKlogr())
+	setLogger.Do(func() { ctrl.SetLogger(klog.NewKlogr()) })
 	if err := waitForAPI(ctx, config); err != nil {
 		return err
 	}
