@@ -44,13 +44,8 @@ func orphanDelete(ctx context.Context, c client.Client, owner client.Object, wha
 	}
 	var others []string
 	err := wait.PollUntilContextTimeout(ctx, time.Second/2, timeout, true, func(ctx context.Context) (bool, error) {
-		switch err := c.Get(ctx, client.ObjectKeyFromObject(owner), owner); {
-		case apierrors.IsNotFound(err):
-			return true, nil
-		case err != nil:
-			return false, err
-		case owner.GetUID() != uid:
-			return true, nil
+		if there, err := reread(ctx, c, owner, uid); !there || err != nil {
+			return !there, err
 		}
 		others = slices.DeleteFunc(slices.Clone(owner.GetFinalizers()), func(f string) bool { return f == holdFinalizer })
 		return len(others) == 0, nil
@@ -81,13 +76,8 @@ func orphanDelete(ctx context.Context, c client.Client, owner client.Object, wha
 // gone or replaced needs neither.
 func setHold(ctx context.Context, c client.Client, owner client.Object, uid types.UID, hold bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		switch err := c.Get(ctx, client.ObjectKeyFromObject(owner), owner); {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
+		if there, err := reread(ctx, c, owner, uid); !there || err != nil {
 			return err
-		case owner.GetUID() != uid:
-			return nil
 		}
 		changed := controllerutil.RemoveFinalizer(owner, holdFinalizer)
 		if hold {
@@ -98,4 +88,15 @@ func setHold(ctx context.Context, c client.Client, owner client.Object, uid type
 		}
 		return c.Update(ctx, owner, client.FieldOwner(fieldManager))
 	})
+}
+
+// reread reads owner again and says whether it is still the object of the given UID.
+func reread(ctx context.Context, c client.Client, owner client.Object, uid types.UID) (bool, error) {
+	switch err := c.Get(ctx, client.ObjectKeyFromObject(owner), owner); {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return owner.GetUID() == uid, nil
 }
