@@ -81,13 +81,13 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 			CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
 		},
 	}))
+	// OLM v1 starts beside it while OLM v0 installs, which is mostly waiting on its registry pod
+	// and bundle Job; it serves the same catalog image.
+	startOLMv1(ctx, t, s, p, olmv1Timings{}, from, definition.Certified)
 	must(t, testbed.WaitForCSV(ctx, c, ns, csv.Name, operatorsv1alpha1.CSVPhaseSucceeded))
 	operator := operatorPod(ctx, t, c, ns, shipped)
 	deployDriver(ctx, t, s, operator, createClusterCSIDriver(ctx, t, c))
 	appTeamMountsASharedVolume(ctx, t, s)
-
-	// OLM v1 beside it, serving the same catalog image, and the ServiceAccount it installs with.
-	startOLMv1(ctx, t, s, p, olmv1Timings{}, from, definition.Certified)
 	createOLMv1Installer(ctx, t, s, ns)
 	conf, err := s.HostRegistriesConf()
 	must(t, err)
@@ -109,11 +109,12 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 
 	// The plan, a dry run.
 	args := []string{"migrate", "olm-v1", "--catalog", string(definition.Certified), "--timeout", "5m"}
+	begin := time.Now()
 	out, err = cli(bin, s, args...)
 	if err != nil {
 		t.Fatalf("the dry run: %v\n%s", err, out)
 	}
-	t.Logf("the plan:\n%s", out)
+	t.Logf("the plan, in %s:\n%s", time.Since(begin).Round(100*time.Millisecond), out)
 	for _, want := range []string{
 		"installed:      " + csv.Name + " (version " + version + ") in namespace " + ns,
 		"extension:      ClusterExtension " + efsPackage + ", version " + version + " exactly, from ClusterCatalog certified",
@@ -203,7 +204,9 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 
 	// Once more to OLM v1, uninterrupted, as README.md's "Moving to OLM v1" says, with csi-olm as
 	// a release ships it; then OLM v1 upgrades and uninstalls.
+	begin = time.Now()
 	newAdminShell(t, s).runSection(ctx, t, quickStartBlocks(t, adminQuickStart), olmv1Section)
+	t.Logf("README.md's move to OLM v1, its plan and the move: %s", time.Since(begin).Round(100*time.Millisecond))
 	assertOLMv1Runs(ctx, t, s, p, ns, version)
 	assertKeptState(ctx, t, c, ns, before, "after the second move to OLM v1")
 
@@ -218,7 +221,7 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 	}
 	assertRunsAsShipped(t, upgraded, p.operator(t))
 	// The second operator's moves give the upgraded operator time to meet a refusal, if any.
-	begin := time.Now()
+	begin = time.Now()
 	secondOperatorMoves(ctx, t, s, p, bin)
 	if ran := time.Since(begin); ran < 20*time.Second {
 		time.Sleep(20*time.Second - ran)
