@@ -81,9 +81,11 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 			CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
 		},
 	}))
-	// OLM v1 starts beside it while OLM v0 installs, which is mostly waiting on its registry pod
-	// and bundle Job; it serves the same catalog image.
+	// While OLM v0 installs, which is mostly waiting on its registry pod and bundle Job: OLM v1
+	// starts beside it, serving the same catalog image, and OLM v0 begins the install of the
+	// second operator, which moves last.
 	startOLMv1(ctx, t, s, p, olmv1Timings{}, from, definition.Certified)
+	second := installSecondOperator(ctx, t, s, p)
 	must(t, testbed.WaitForCSV(ctx, c, ns, csv.Name, operatorsv1alpha1.CSVPhaseSucceeded))
 	operator := operatorPod(ctx, t, c, ns, shipped)
 	deployDriver(ctx, t, s, operator, createClusterCSIDriver(ctx, t, c))
@@ -222,7 +224,7 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 	assertRunsAsShipped(t, upgraded, p.operator(t))
 	// The second operator's moves give the upgraded operator time to meet a refusal, if any.
 	begin = time.Now()
-	secondOperatorMoves(ctx, t, s, p, bin)
+	second.moves(ctx, t, s, bin)
 	if ran := time.Since(begin); ran < 20*time.Second {
 		time.Sleep(20*time.Second - ran)
 	}
@@ -235,30 +237,48 @@ func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 // ebsOperatorImage is the OLM-era EBS operator's image, as its 4.5.0 CSV names it.
 const ebsOperatorImage = "quay.io/openshift/origin-aws-ebs-csi-driver-operator:4.5"
 
-// secondOperatorMoves shows the verb is not EFS's alone: the OLM-era AWS EBS operator (4.5.0, of
-// OpenShift 4.5's certified catalog: a cluster-scoped CR, a CRD without webhooks, an
-// AllNamespaces install), installed by OLM v0 as OperatorHub does, with its CR, moves to OLM v1
-// from a ClusterCatalog of that catalog image with --package, keeping its CRD, its CR and its
-// Deployment, and goes back.
-func secondOperatorMoves(ctx context.Context, t *testing.T, s *testbed.Stack, p *published, bin string) {
+// secondOperator is the OLM-era AWS EBS operator (4.5.0, of OpenShift 4.5's certified catalog:
+// a cluster-scoped CR, a CRD without webhooks, an AllNamespaces install), which shows the verb is
+// not EFS's alone.
+type secondOperator struct {
+	ns, image string
+}
+
+const secondOperatorCSV = "aws-ebs-csi-driver-operator.v4.5.0"
+
+// installSecondOperator begins the second operator's install as OperatorHub does, in the
+// namespace its CSV suggests, and returns without waiting for OLM v0 to finish it. Its catalog
+// is a CatalogSource of that namespace, which only its Subscription sees: one in OLM's global
+// namespace, until its registry pod serves, fails OLM v0's resolution of every Subscription of
+// the cluster (ResolutionFailed, connection refused), the EFS operator's too, and OLM did not
+// resolve that again for minutes.
+func installSecondOperator(ctx context.Context, t *testing.T, s *testbed.Stack, p *published) *secondOperator {
 	t.Helper()
-	c := s.Client
-	era := openshift.Minor{Major: 4, Minor: 5}
-	const source, catalog, csvName = "certified-operators-v4-5", "certified-v4-5", "aws-ebs-csi-driver-operator.v4.5.0"
-	image := p.catalogAt(t, definition.Certified, era)
-	ns := operatorHubNamespace(ctx, t, s, readCSV(t, filepath.Join("..", "..", "bundle", ebs.Package, "4.5.0", "manifests", csvName+".clusterserviceversion.yaml")))
-	must(t, s.CreateImageCatalogSource(ctx, testbed.OLMNamespace, source, image))
-	must(t, c.Create(ctx, &operatorsv1alpha1.Subscription{
-		ObjectMeta: metav1.ObjectMeta{Name: ebs.Package, Namespace: ns},
+	const source = "certified-operators-v4-5"
+	op := &secondOperator{image: p.catalogAt(t, definition.Certified, openshift.Minor{Major: 4, Minor: 5})}
+	op.ns = operatorHubNamespace(ctx, t, s, readCSV(t, filepath.Join("..", "..", "bundle", ebs.Package, "4.5.0", "manifests", secondOperatorCSV+".clusterserviceversion.yaml")))
+	must(t, s.CreateImageCatalogSource(ctx, op.ns, source, op.image))
+	must(t, s.Client.Create(ctx, &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: ebs.Package, Namespace: op.ns},
 		Spec: &operatorsv1alpha1.SubscriptionSpec{
 			Package: ebs.Package, Channel: "preview", CatalogSource: source,
-			CatalogSourceNamespace: testbed.OLMNamespace, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
+			CatalogSourceNamespace: op.ns, InstallPlanApproval: operatorsv1alpha1.ApprovalAutomatic,
 		},
 	}))
+	return op
+}
+
+// moves waits for OLM v0's install of the second operator, creates its CR, and moves it to OLM v1
+// from a ClusterCatalog of the same catalog image with --package, keeping its CRD, its CR and its
+// Deployment, and back.
+func (op *secondOperator) moves(ctx context.Context, t *testing.T, s *testbed.Stack, bin string) {
+	t.Helper()
+	const catalog, csvName = "certified-v4-5", secondOperatorCSV
+	c, ns := s.Client, op.ns
 	must(t, testbed.WaitForCSV(ctx, c, ns, csvName, operatorsv1alpha1.CSVPhaseSucceeded))
 	cr := &ebsv1alpha1.AWSEBSDriver{ObjectMeta: metav1.ObjectMeta{Name: "cluster"}, Spec: ebsv1alpha1.AWSEBSDriverSpec{OperatorSpec: operatorv1.OperatorSpec{ManagementState: operatorv1.Managed}}}
 	must(t, c.Create(ctx, cr))
-	must(t, s.CreateClusterCatalog(ctx, catalog, image, 0))
+	must(t, s.CreateClusterCatalog(ctx, catalog, op.image, 0))
 	must(t, c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ebs.Package + "-installer"}}))
 	must(t, c.Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: ebs.Package + "-installer"},
@@ -440,16 +460,23 @@ func assertOLMv0Runs(ctx context.Context, t *testing.T, c client.Client, ns, csv
 }
 
 // assertOLMv1Runs checks that OLM v1 installed the version and runs its operator, and that OLM v0
-// installs nothing any more: no Subscription, no CSV.
+// installs nothing any more there: no Subscription, no CSV but the copies OLM v0 makes in every
+// namespace of an AllNamespaces operator installed elsewhere (the second operator's).
 func assertOLMv1Runs(ctx context.Context, t *testing.T, s *testbed.Stack, p *published, ns, version string) {
 	t.Helper()
 	waitForOLMv1Operator(ctx, t, s, p, ns, version)
 	var subs operatorsv1alpha1.SubscriptionList
-	var csvs operatorsv1alpha1.ClusterServiceVersionList
+	var list operatorsv1alpha1.ClusterServiceVersionList
 	must(t, s.Client.List(ctx, &subs, client.InNamespace(ns)))
-	must(t, s.Client.List(ctx, &csvs, client.InNamespace(ns)))
-	if len(subs.Items) != 0 || len(csvs.Items) != 0 {
-		t.Errorf("after the move, OLM v0 still has %d Subscriptions and %d CSVs in %s", len(subs.Items), len(csvs.Items), ns)
+	must(t, s.Client.List(ctx, &list, client.InNamespace(ns)))
+	var csvs []string
+	for _, csv := range list.Items {
+		if !operatorsv1alpha1.IsCopied(&csv) {
+			csvs = append(csvs, csv.Name)
+		}
+	}
+	if len(subs.Items) != 0 || len(csvs) != 0 {
+		t.Errorf("after the move, OLM v0 still has %d Subscriptions and the CSVs %v in %s", len(subs.Items), csvs, ns)
 	}
 	// Every object OLM v1 adopted names the ClusterExtension as its controller.
 	ce := efsExtension()
