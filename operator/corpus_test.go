@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/clustercorpus"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -169,7 +170,7 @@ func (s *ccdSurface) settle(ctx context.Context) error {
 
 // cleanup leaves the next case no volume, no ClusterCSIDriver and no driver.
 func (s *ccdSurface) cleanup(ctx context.Context, t *testing.T, _ string) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := progress.WithStall(ctx, convergeStall)
 	defer cancel()
 	for _, kind := range []string{"PersistentVolume", "ClusterCSIDriver"} {
 		objs, err := clustercorpus.List(ctx, s.h.c, clustercorpus.Kind(kind), "")

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/sharedvolume/volumes"
@@ -228,13 +229,20 @@ func (c *campaign) killWhile(phase string, n int, maxPause time.Duration, action
 	return <-done
 }
 
-// convergeWithin is how long a campaign waits for the operator to converge after a fault.
-const convergeWithin = 3 * time.Minute
+// convergeStall is how long a campaign waits, with nothing new in what it waits for (the reason
+// the cluster has not converged yet), before it calls the operator stuck after a fault. A
+// converging operator changes that reason as it goes: one SharedVolume fewer not Ready, an
+// operand back. A whole campaign runs under campaignStall, each of its steps a step of progress.
+const (
+	convergeStall = 3 * time.Minute
+	campaignStall = 5 * time.Minute
+)
 
-// timeToConverge waits up to convergeWithin for cond, and says how long it took.
+// timeToConverge waits for cond until nothing has progressed for convergeStall, and says how
+// long it took.
 func timeToConverge(ctx context.Context, what string, cond func(context.Context) error) (time.Duration, error) {
 	begin := time.Now()
-	converge, cancel := context.WithTimeout(ctx, convergeWithin)
+	converge, cancel := progress.WithStall(ctx, convergeStall)
 	defer cancel()
 	err := eventually(converge, what, cond)
 	return time.Since(begin), err
@@ -307,7 +315,7 @@ func TestOperatorKillCampaign(t *testing.T) {
 	seed := chaosSeed(t)
 	bin := buildOperator(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), campaignStall)
 	defer cancel()
 	dw := watchDriver(ctx, t, h.kube)
 
@@ -396,7 +404,8 @@ func TestOperatorKillCampaign(t *testing.T) {
 	must(t, c.killWhile("delete the CR", 2, 2*time.Second, func() error { return h.c.Delete(ctx, cr) }))
 	took["CR deleted"] = c.converge(ctx, "the CR gone", h.gone(cr))
 
-	violations, deletions := dw.state()
+	violations, deletions, err := dw.verdicts(ctx, driverObjects...)
+	must(t, err)
 	if len(violations) > 0 {
 		t.Fatalf("the driver was deleted under a volume: %s\nkills:\n  %s", violations[0], strings.Join(c.log, "\n  "))
 	}
@@ -432,7 +441,7 @@ func (h *harness) driverUIDs(ctx context.Context) (map[string]string, error) {
 func TestControlPlaneFaultsConverge(t *testing.T) {
 	bin := buildOperator(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), campaignStall)
 	defer cancel()
 	svCRD, err := testbed.DecodeCRD(crd.SharedVolumes)
 	must(t, err)

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator"
 	fencev1alpha1 "github.com/csi-olm/csi-olm/operator/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -41,6 +42,12 @@ var (
 	fieldScale = claimLayout{claims: 100_000, namespaces: 10_000, first: 20_000}
 	shortScale = claimLayout{claims: 1_000, namespaces: 100, first: 200}
 )
+
+// fenceStall is how long TestRemovalFenceAtScale lets pass with nothing new (a thousand objects
+// created, a new condition, a deletion judged) before it calls the removal stuck. The longest
+// single step is one list of every PersistentVolume and pod at a deletion's revision: at the
+// field's size, tens of seconds on a slow machine. The whole test takes many such windows.
+const fenceStall = 3 * time.Minute
 
 // fenceScaleEnv sets the number of claims TestRemovalFenceAtScale runs with: shortScale unless
 // set (`make test`), fieldScale's 100,000 in `make e2e`.
@@ -80,7 +87,7 @@ func (l claimLayout) count(j int) int {
 
 // create makes the namespaces and, pre-bound to each claim, an EFS PersistentVolume: what the
 // operator reads the claims from. No claim object is needed for that, nor for a pod to be
-// admitted.
+// admitted. Every thousand objects made is a step of ctx's progress.
 func (l claimLayout) create(ctx context.Context, tb testing.TB, config *rest.Config) {
 	tb.Helper()
 	fast := rest.CopyConfig(config)
@@ -89,13 +96,22 @@ func (l claimLayout) create(ctx context.Context, tb testing.TB, config *rest.Con
 	fast.ContentType = "application/vnd.kubernetes.protobuf"
 	kube := kubernetes.NewForConfigOrDie(fast)
 	start := time.Now()
+	var made atomic.Int64
+	step := func(what string) {
+		if n := made.Add(1); n%1000 == 0 {
+			progress.Advance(ctx, fmt.Sprintf("%d objects created, the last %s", n, what))
+		}
+	}
 	must(tb, testutil.ParallelOn(32, l.namespaces, func(j int) error {
 		_, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.namespace(j)}}, metav1.CreateOptions{})
+		step("namespace " + l.namespace(j))
 		return err
 	}))
 	must(tb, testutil.ParallelOn(32, l.claims, func(i int) error {
 		namespace, claim := l.at(i)
-		_, err := kube.CoreV1().PersistentVolumes().Create(ctx, fixture.ClaimedEFSPV(fmt.Sprintf("efs-%06d", i), namespace, claim), metav1.CreateOptions{})
+		name := fmt.Sprintf("efs-%06d", i)
+		_, err := kube.CoreV1().PersistentVolumes().Create(ctx, fixture.ClaimedEFSPV(name, namespace, claim), metav1.CreateOptions{})
+		step("PersistentVolume " + name)
 		return err
 	}))
 	tb.Logf("created %d namespaces and %d EFS PersistentVolumes pre-bound to claims in them in %s", l.namespaces, l.claims, time.Since(start).Round(time.Second))
@@ -139,8 +155,8 @@ func TestRemovalFenceAtScale(t *testing.T) {
 	}
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
+	ctx, stop := progress.WithStall(context.Background(), fenceStall)
+	defer stop()
 	layout.create(ctx, t, h.stack.Config)
 	dw := watchDriver(ctx, t, h.kube)
 	h.runOperator()
@@ -166,7 +182,7 @@ func TestRemovalFenceAtScale(t *testing.T) {
 	var afterProof []string
 	var afterProofAsked []int64
 	refused := make([]atomic.Int64, len(writers))
-	racing, stop := context.WithCancel(ctx)
+	racing, stopRacing := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for w, j := range writers {
 		wg.Go(func() {
@@ -216,7 +232,7 @@ func TestRemovalFenceAtScale(t *testing.T) {
 	removed := time.Now()
 	// The writers keep going until the lifecycle reports the removal done and the fence down.
 	must(t, eventually(ctx, "the Removed condition", h.conditionWith("AWSEFSDriverUninstallProgressing", operatorv1.ConditionFalse, "DriverRemoved")))
-	stop()
+	stopRacing()
 	wg.Wait()
 	must(t, eventually(ctx, "the fence's parameters gone", h.fencesGone))
 
@@ -227,7 +243,10 @@ func TestRemovalFenceAtScale(t *testing.T) {
 			t.Errorf("pod %s admitted while the fence was up, %s after it was proved", afterProof[i], time.Duration(at-fenceProved.Load()).Round(time.Millisecond))
 		}
 	}
-	violations, deletions := dw.state()
+	// The driver is gone, so each of its objects' deletions has a verdict coming: at the field's
+	// size judging one lists 100,000 PersistentVolumes, which a slow machine may still be doing.
+	violations, deletions, err := dw.verdicts(ctx, driverObjects...)
+	must(t, err)
 	for _, v := range violations {
 		t.Errorf("the driver was deleted under a volume in use: %s", v)
 	}

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -49,21 +50,33 @@ type driverWatch struct {
 	kube kubernetes.Interface
 
 	mu         sync.Mutex
+	changed    *sync.Cond // signalled whenever judging or judged changes
 	violations []string
 	deletions  int
+	judging    int            // deletions delivered by a watch whose verdict is not in yet
+	judged     map[string]int // deletions judged, by the object's description
 }
+
+// The objects a driverWatch follows, as its verdicts name them.
+var (
+	watchedCSIDriver  = "CSIDriver " + efs.DriverName
+	watchedDaemonSet  = "DaemonSet " + efs.NodeDaemonSet
+	watchedDeployment = "Deployment " + efs.ControllerDeployment
+	driverObjects     = []string{watchedCSIDriver, watchedDaemonSet, watchedDeployment}
+)
 
 // watchDriver starts watching the CSIDriver, the node DaemonSet and the controller Deployment.
 func watchDriver(ctx context.Context, t *testing.T, kube kubernetes.Interface) *driverWatch {
 	t.Helper()
-	w := &driverWatch{kube: kube}
+	w := &driverWatch{kube: kube, judged: map[string]int{}}
+	w.changed = sync.NewCond(&w.mu)
 	for _, target := range []struct {
 		what string
 		lw   *cache.ListWatch
 	}{
-		{"CSIDriver " + efs.DriverName, cache.NewListWatchFromClient(kube.StorageV1().RESTClient(), "csidrivers", "", fields.OneTermEqualSelector("metadata.name", efs.DriverName))},
-		{"DaemonSet " + efs.NodeDaemonSet, cache.NewListWatchFromClient(kube.AppsV1().RESTClient(), "daemonsets", ns, fields.OneTermEqualSelector("metadata.name", efs.NodeDaemonSet))},
-		{"Deployment " + efs.ControllerDeployment, cache.NewListWatchFromClient(kube.AppsV1().RESTClient(), "deployments", ns, fields.OneTermEqualSelector("metadata.name", efs.ControllerDeployment))},
+		{watchedCSIDriver, cache.NewListWatchFromClient(kube.StorageV1().RESTClient(), "csidrivers", "", fields.OneTermEqualSelector("metadata.name", efs.DriverName))},
+		{watchedDaemonSet, cache.NewListWatchFromClient(kube.AppsV1().RESTClient(), "daemonsets", ns, fields.OneTermEqualSelector("metadata.name", efs.NodeDaemonSet))},
+		{watchedDeployment, cache.NewListWatchFromClient(kube.AppsV1().RESTClient(), "deployments", ns, fields.OneTermEqualSelector("metadata.name", efs.ControllerDeployment))},
 	} {
 		list, err := target.lw.ListWithContext(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -95,6 +108,9 @@ func (w *driverWatch) follow(ctx context.Context, what string, rw *watchtools.Re
 			continue
 		}
 		deleting[string(obj.GetUID())] = true
+		w.mu.Lock()
+		w.judging++
+		w.mu.Unlock()
 		w.judge(ctx, what, obj.GetResourceVersion())
 	}
 	// A watch that ends early (the API server answered 410 Gone, say) judges nothing more: that
@@ -107,8 +123,12 @@ func (w *driverWatch) follow(ctx context.Context, what string, rw *watchtools.Re
 }
 
 // judge checks that no pod used a PersistentVolume of the driver at revision rv: no pod that has
-// not finished used a claim an EFS volume is bound to.
+// not finished used a claim an EFS volume is bound to. Every deletion a watch delivered gets a
+// verdict, the test's end notwithstanding: the lists run past ctx (at the field's size they list
+// 100,000 PersistentVolumes, which a slow machine can still be doing when the test stops its
+// watches), and a deletion whose revision cannot be read is a violation, never a silent skip.
 func (w *driverWatch) judge(ctx context.Context, what, rv string) {
+	ctx = context.WithoutCancel(ctx)
 	var problem string
 	exact := metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}
 	pvs, err := w.kube.CoreV1().PersistentVolumes().List(ctx, exact)
@@ -117,8 +137,6 @@ func (w *driverWatch) judge(ctx context.Context, what, rv string) {
 		pods, err = w.kube.CoreV1().Pods("").List(ctx, exact)
 	}
 	switch {
-	case ctx.Err() != nil:
-		return
 	case err != nil:
 		problem = fmt.Sprintf("%s deleted at revision %s, and the volumes and pods of that revision cannot be read: %v", what, rv, err)
 	default:
@@ -129,6 +147,9 @@ func (w *driverWatch) judge(ctx context.Context, what, rv string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.deletions++
+	w.judged[what]++
+	w.judging--
+	w.changed.Broadcast()
 	if problem != "" {
 		w.violations = append(w.violations, problem)
 	}
@@ -159,11 +180,47 @@ func podsUsingEFS(pvs []corev1.PersistentVolume, pods []corev1.Pod) []string {
 	return using
 }
 
-// state returns the violations so far and how many deletions were judged.
+// state returns the violations so far and how many deletions were judged, while the verdicts
+// of deletions just delivered may still be coming: for a look during a test. The test's last
+// word reads verdicts.
 func (w *driverWatch) state() ([]string, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Clone(w.violations), w.deletions
+}
+
+// verdicts returns the violations and the number of deletions judged once every deletion the
+// watches delivered has its verdict and each object of deleted has had a deletion judged: a
+// verdict is read only once it exists. A test that saw an object go names it in deleted, since
+// the watch may deliver that deletion a moment after the test's own read. Only ctx ends the wait
+// early, and then the error says which verdicts were missing.
+func (w *driverWatch) verdicts(ctx context.Context, deleted ...string) ([]string, int, error) {
+	stop := context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.changed.Broadcast()
+	})
+	defer stop()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		var missing []string
+		if w.judging > 0 {
+			missing = append(missing, fmt.Sprintf("%d deletion(s) being judged", w.judging))
+		}
+		for _, what := range deleted {
+			if w.judged[what] == 0 {
+				missing = append(missing, "the deletion of "+what)
+			}
+		}
+		if len(missing) == 0 {
+			return slices.Clone(w.violations), w.deletions, nil
+		}
+		if ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("waiting for the verdicts on %s: %w", strings.Join(missing, ", "), progress.Cause(ctx))
+		}
+		w.changed.Wait()
+	}
 }
 
 // chaosSeed is the seed of a seeded test, from the environment or chosen now, and printed so
@@ -207,8 +264,9 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 	seed, steps := chaosConfig(t)
 	bin := buildOperator(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	// A step takes about a second on average (its pause, a kill's restart, a quiet spell).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(steps)*3*time.Second+5*time.Minute)
+	// Each step is a step of progress: a step takes about a second on average (its pause, a
+	// kill's restart, a quiet spell), however many of them the run has.
+	ctx, cancel := progress.WithStall(context.Background(), campaignStall)
 	defer cancel()
 	dw := watchDriver(ctx, t, h.kube)
 	proveTheWatchCatches(ctx, t, h, dw)
@@ -328,6 +386,7 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 		}
 		detail, err := s.run()
 		log = append(log, fmt.Sprintf("%3d %s: %s", i, s.name, detail))
+		progress.Advance(ctx, log[len(log)-1])
 		if err != nil {
 			fail("step %d (%s): %v", i, s.name, err)
 		}
@@ -337,7 +396,8 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 			fail("the driver was deleted under a volume: %s", violations[0])
 		}
 	}
-	violations, deletions := dw.state()
+	violations, deletions, err := dw.verdicts(ctx)
+	must(t, err)
 	t.Logf("%d steps, %d operator kills, %d deletions of a driver object judged, %d creates (PVs and pods) refused by the removal fence, %d violations",
 		steps, kills, deletions, refused, len(violations))
 	if deletions == 0 && steps >= 100 {
@@ -346,7 +406,7 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 
 	// Convergence, with no pod on the volumes: a CR being deleted finishes, Managed installs the
 	// driver, and deleting the CR removes it while the volumes stay.
-	converge, stop := context.WithTimeout(ctx, 3*time.Minute)
+	converge, stop := progress.WithStall(ctx, convergeStall)
 	defer stop()
 	for _, name := range pods {
 		must(t, deletePodNow(converge, h.c, appNS, name))
@@ -379,7 +439,9 @@ func TestDriverNeverDeletedUnderAVolume(t *testing.T) {
 			fail("volume %s, which no pod used, after the uninstall: %v", name, err)
 		}
 	}
-	if violations, _ := dw.state(); len(violations) > 0 {
+	violations, _, err = dw.verdicts(converge, driverObjects...)
+	must(t, err)
+	if len(violations) > 0 {
 		fail("the driver was deleted under a volume: %s", violations[0])
 	}
 }
@@ -415,8 +477,11 @@ func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driv
 	must(t, deletePodNow(ctx, h.c, pod.Namespace, pod.Name))
 	must(t, h.c.Delete(ctx, pv))
 	must(t, eventually(ctx, "the self-test PV gone", h.gone(pv)))
+	// The verdict on the self-test's deletion must be in before it is forgotten.
+	_, _, err := w.verdicts(ctx, watchedDaemonSet)
+	must(t, err)
 	w.mu.Lock()
-	w.violations, w.deletions = nil, 0
+	w.violations, w.deletions, w.judged = nil, 0, map[string]int{}
 	w.mu.Unlock()
 }
 
@@ -436,7 +501,7 @@ func deletePodNow(ctx context.Context, c client.Client, namespace, name string) 
 func TestVolumesRacingARemovalNeverLoseTheDriver(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), campaignStall)
 	defer cancel()
 	dw := watchDriver(ctx, t, h.kube)
 	proveTheWatchCatches(ctx, t, h, dw)
@@ -475,17 +540,20 @@ func TestVolumesRacingARemovalNeverLoseTheDriver(t *testing.T) {
 			})
 		}
 		h.setState(ctx, operatorv1.Removed)
-		removal, done := context.WithTimeout(ctx, time.Minute)
+		removal, done := progress.WithStall(ctx, convergeStall)
 		err := eventually(removal, fmt.Sprintf("round %d: the driver removed under the writers", round), h.operandsGone)
 		done()
 		stop()
 		wg.Wait()
 		must(t, err)
-		if violations, _ := dw.state(); len(violations) > 0 {
+		violations, _, err := dw.verdicts(ctx, driverObjects...)
+		must(t, err)
+		if len(violations) > 0 {
 			t.Fatalf("round %d: the driver was deleted under a volume in use: %s", round, violations[0])
 		}
 	}
-	violations, deletions := dw.state()
+	violations, deletions, err := dw.verdicts(ctx)
+	must(t, err)
 	t.Logf("%d rounds: %d pods started and stopped, %d refused by the removal fence, %d deletions of a driver object judged, %d violations",
 		rounds, created.Load(), refused.Load(), deletions, len(violations))
 	if refused.Load() == 0 || created.Load() == 0 || deletions == 0 {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	openshiftoperatorv1 "github.com/openshift/api/operator/v1"
@@ -215,7 +216,7 @@ func (s *Stack) startOLM(ctx context.Context) error {
 		}
 	}
 	catalog, err := startCatalog("catalog", env, s.opts.Tools.Catalog,
-		"--kubeconfig="+kubeconfig, "--namespace="+OLMNamespace, "--writeStatusName=",
+		"--kubeconfig="+kubeconfig, "--namespace="+OLMNamespace, "--writeStatusName=", "--interval="+CatalogResync.String(),
 		"--configmapServerImage=testbed.invalid/configmap-server", "--opmImage="+opmImage, "--util-image="+utilImage)
 	if err != nil {
 		return err
@@ -238,6 +239,15 @@ func (s *Stack) startOLM(ctx context.Context) error {
 	}
 	return nil
 }
+
+// CatalogResync is the catalog operator's wake-up interval on the test bed. OLM resolves a
+// namespace again when one of its inputs changes (a Subscription, an OperatorGroup, a
+// CatalogSource) and at every such wake-up, and at no other time: a resolution that failed
+// because the CSV an upgrade replaced was not deleted yet (ConstraintsNotSatisfiable, "exists and
+// is not referenced by a subscription") is not retried when that CSV goes. On a cluster it is
+// retried at the next wake-up, within 15 minutes (OLM's default); the test bed wakes it sooner,
+// so that a test waiting for that retry waits for OLM's own retry, not for a deadline of its own.
+const CatalogResync = time.Minute
 
 // ReadCRDDir reads every CRD manifest in a directory.
 func ReadCRDDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {

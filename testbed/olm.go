@@ -21,6 +21,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/progress"
 )
 
 // ServeCatalog runs `opm serve` on a file-based catalog directory, on a free port, and returns
@@ -176,12 +177,14 @@ func WaitForSubscription(ctx context.Context, c client.Client, namespace, name, 
 	var sub operatorsv1alpha1.Subscription
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	var getErr error
+	var seen progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		getErr = c.Get(ctx, key, &sub)
+		seen.Note(ctx, "Subscription "+namespace+"/"+name, revisionOr(sub.ResourceVersion, getErr))
 		return getErr == nil && cond(&sub), nil
 	})
 	if err != nil {
-		return &sub, fmt.Errorf("Subscription %s/%s did not reach %s: %w\n%s", namespace, name, want, err, olm.DescribeSubscription(&sub, getErr))
+		return &sub, fmt.Errorf("Subscription %s/%s did not reach %s: %w\n%s", namespace, name, want, progress.Cause(ctx), olm.DescribeSubscription(&sub, getErr))
 	}
 	return &sub, nil
 }
@@ -190,13 +193,15 @@ func WaitForSubscription(ctx context.Context, c client.Client, namespace, name, 
 func WaitForCSV(ctx context.Context, c client.Client, namespace, name string, phase operatorsv1alpha1.ClusterServiceVersionPhase) error {
 	var csv operatorsv1alpha1.ClusterServiceVersion
 	var getErr error
+	var seen progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		getErr = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &csv)
+		seen.Note(ctx, "CSV "+namespace+"/"+name, revisionOr(csv.ResourceVersion, getErr))
 		return getErr == nil && csv.Status.Phase == phase, nil
 	})
 	if err != nil {
 		return fmt.Errorf("CSV %s/%s did not reach %s: %w (phase=%q reason=%q message=%q, get error: %v)",
-			namespace, name, phase, err, csv.Status.Phase, csv.Status.Reason, csv.Status.Message, getErr)
+			namespace, name, phase, progress.Cause(ctx), csv.Status.Phase, csv.Status.Reason, csv.Status.Message, getErr)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/olmv1api"
+	"github.com/csi-olm/csi-olm/internal/progress"
 )
 
 // OLM v1 as the stack runs it: catalogd and operator-controller in OLMv1Namespace, each a
@@ -338,8 +339,10 @@ func WaitForOLMv1(ctx context.Context, c client.Client, gvk schema.GroupVersionK
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	var getErr error
+	var seen progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		getErr = c.Get(ctx, client.ObjectKey{Name: name}, u)
+		seen.Note(ctx, gvk.Kind+" "+name, revisionOr(u.GetResourceVersion(), getErr))
 		return getErr == nil && cond(u), nil
 	})
 	if err != nil {
@@ -349,7 +352,7 @@ func WaitForOLMv1(ctx context.Context, c client.Client, gvk schema.GroupVersionK
 			m, _ := c.(map[string]any)
 			lines = append(lines, fmt.Sprintf("  %v=%v (%v): %v", m["type"], m["status"], m["reason"], m["message"]))
 		}
-		return u, fmt.Errorf("%s %s did not reach %s: %w (get error: %v)\n%s", gvk.Kind, name, want, err, getErr, strings.Join(lines, "\n"))
+		return u, fmt.Errorf("%s %s did not reach %s: %w (get error: %v)\n%s", gvk.Kind, name, want, progress.Cause(ctx), getErr, strings.Join(lines, "\n"))
 	}
 	return u, nil
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/csi-olm/csi-olm/internal/procstat"
+	"github.com/csi-olm/csi-olm/internal/progress"
 )
 
 // MarkerEnv is set on every process a stack starts, with the stack's directory as value, so a
@@ -256,8 +257,11 @@ func splitNUL(b []byte) [][]byte {
 // poll calls check until it returns nil, the context ends or the process dies.
 func poll(ctx context.Context, p *process, what string, check func(context.Context) error) error {
 	var last error
+	var reason progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if last = check(ctx); last == nil {
+		last = check(ctx)
+		reason.Report(ctx, what, last)
+		if last == nil {
 			return true, nil
 		}
 		if p != nil {
@@ -268,7 +272,16 @@ func poll(ctx context.Context, p *process, what string, check func(context.Conte
 		return false, nil
 	})
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("waiting for %s: %w (last check: %v)", what, err, last)
+		return fmt.Errorf("waiting for %s: %w (last check: %v)", what, progress.Cause(ctx), last)
 	}
 	return err
+}
+
+// revisionOr is what a wait on an object notes as its state: the object's revision, or the error
+// that kept it from being read.
+func revisionOr(resourceVersion string, getErr error) string {
+	if getErr != nil {
+		return getErr.Error()
+	}
+	return "revision " + resourceVersion
 }

@@ -16,8 +16,17 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/testbed"
 )
+
+// flowStall is how long an end-to-end flow may see nothing new before it counts as stuck. Every
+// wait of the test bed and of these tests reports each change it sees (an object's new revision,
+// a condition's new reason, a CSV's new phase) to the flow's context (internal/progress), so a
+// flow fails when nothing moves for this long, not when a slow machine takes longer over it than
+// a quick one did. The longest silent step of a flow on an idle machine (an image pushed, a
+// ClusterExtension's Helm release applied) takes about a minute.
+const flowStall = 5 * time.Minute
 
 func discoveryFor(s *testbed.Stack) (*discovery.DiscoveryClient, error) {
 	return discovery.NewDiscoveryClientForConfig(s.Config)
@@ -40,13 +49,18 @@ func waitOwnedGone(ctx context.Context, tb testing.TB, s *testbed.Stack, owner s
 	}
 	var left []string
 	var lookErr error
-	// Each look lists every type, so not as often as testutil.Eventually looks.
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	// Each look lists every type, so not as often as testutil.Eventually looks. What is left
+	// shrinking is the wait's progress.
+	var seen progress.Reason
+	err = wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		left, lookErr = ownedBy(ctx, disco, meta, uid)
+		if lookErr == nil {
+			seen.Note(ctx, "what "+owner+" owned", strings.Join(left, ", "))
+		}
 		return lookErr == nil && len(left) == 0, nil
 	})
 	if err != nil {
-		tb.Fatalf("what %s owned is not gone: %v (still there: %s; the last look's error: %v)", owner, err, strings.Join(left, ", "), lookErr)
+		tb.Fatalf("what %s owned is not gone: %v (still there: %s; the last look's error: %v)", owner, progress.Cause(ctx), strings.Join(left, ", "), lookErr)
 	}
 }
 

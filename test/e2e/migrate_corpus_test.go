@@ -12,7 +12,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
-	"time"
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/migrate/cso"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -98,7 +98,7 @@ func TestMigrateCorpus(t *testing.T) {
 	t.Parallel()
 	entries, err := os.ReadDir(migrateCorpus)
 	must(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	s := f.stack
@@ -284,7 +284,7 @@ func editObject(ctx context.Context, t *testing.T, c client.Client, e *objectPat
 
 // deleteJournals deletes the journals a case's run left, so that the next case starts afresh.
 func deleteJournals(t *testing.T, c client.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	var cms corev1.ConfigMapList
 	must(t, c.List(ctx, &cms, client.HasLabels{"migrate.csi-olm.io/verb"}))

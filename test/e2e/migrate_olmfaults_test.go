@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -111,7 +112,7 @@ func TestMigrateSubscriptionOLMFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+			ctx, cancel := progress.WithStall(context.Background(), flowStall)
 			defer cancel()
 			e := installCommunityEFS(ctx, t, startOLMFixture(ctx, t))
 			s, c := e.stack, e.stack.Client

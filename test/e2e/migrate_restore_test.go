@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -42,7 +43,7 @@ func grantOnly(ctx context.Context, t *testing.T, s *testbed.Stack, user string)
 // timeout does, and checks that the printed restore command puts the Subscription back.
 func TestMigrateSubscriptionFailureSaysHowToRestore(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	c := f.stack.Client

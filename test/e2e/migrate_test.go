@@ -25,6 +25,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/openshift"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/migrate"
 	"github.com/csi-olm/csi-olm/migrate/cso"
 	"github.com/csi-olm/csi-olm/migrate/subscription"
@@ -60,7 +61,7 @@ func TestMigrateSubscription(t *testing.T) {
 	t.Parallel()
 	// Parallel tests cannot use t.Setenv; no other test of this package reads these variables.
 	must(t, fixture.ExportOperatorEnv())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	e := installCommunityEFS(ctx, t, startOLMFixture(ctx, t))
 	c := e.stack.Client
@@ -164,7 +165,7 @@ func TestMigrateSubscription(t *testing.T) {
 // migrations), so it gets more time than the others when CI runs them all at once on two cores.
 func TestMigrateCSO(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	drivers := olmEraDrivers()
@@ -230,7 +231,7 @@ func TestMigrateResumesAfterKill(t *testing.T) {
 	for _, step := range []string{"record", "switch-source", "follow-upgrade", "verify-driver"} {
 		t.Run("subscription/"+step, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := progress.WithStall(context.Background(), flowStall)
 			defer cancel()
 			e := installCommunityEFS(ctx, t, startOLMFixture(ctx, t))
 			runKilled(t, bin, e.stack, step, subscriptionArgs...)
@@ -245,7 +246,7 @@ func TestMigrateResumesAfterKill(t *testing.T) {
 	for _, step := range []string{"record", "delete-subscription", "delete-csv", "wait-operator-removed", "release-old-cr", "create-clustercsidriver", "check-operands"} {
 		t.Run("cso/"+step, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			ctx, cancel := progress.WithStall(context.Background(), flowStall)
 			defer cancel()
 			f := startOLMFixture(ctx, t)
 			manila := olmEraDrivers()[1]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -102,7 +103,7 @@ func (f *olmFixture) switchSource(ctx context.Context) error {
 
 func TestInstallAndSourceSwitch(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	c := f.stack.Client
@@ -148,7 +149,7 @@ func waitFor(ctx context.Context, cond func() bool) error {
 // channel, as OperatorHub does.
 func TestCertifiedCatalogInstallsEveryOperator(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	f := startOLMFixture(ctx, t)
 	c, ns := f.stack.Client, testbed.OperatorsNamespace

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +20,7 @@ import (
 	"github.com/csi-olm/csi-olm/docs/ci"
 	"github.com/csi-olm/csi-olm/images"
 	"github.com/csi-olm/csi-olm/internal/exitcode"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/release"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -47,7 +47,7 @@ func (p *published) cliImage(t testing.TB) string {
 func TestCLIImageOnRealNode(t *testing.T) {
 	s := startRealNode(t)
 	p := publish(t, s)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 
 	image := p.cliImage(t)
@@ -271,7 +271,7 @@ func cliNamespace(t *testing.T, s *testbed.Stack, name string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := progress.WithStall(context.Background(), flowStall)
 		defer cancel()
 		if err := s.Client.Delete(ctx, ns); err != nil {
 			t.Errorf("deleting namespace %s: %v", ns.Name, err)

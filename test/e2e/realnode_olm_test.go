@@ -36,6 +36,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
 	"github.com/csi-olm/csi-olm/internal/openshift"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator/assets"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
@@ -122,7 +123,7 @@ func TestAdminQuickStartOnRealNode(t *testing.T) {
 		}
 	}
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	c := s.Client
 	// The CSV lists ClusterCSIDriver as a native API: OLM checks the cluster serves it. The

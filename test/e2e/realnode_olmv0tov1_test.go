@@ -37,6 +37,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/names/ebs"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/openshift"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -62,7 +63,7 @@ var (
 func TestOLMv0ToOLMv1OnRealNode(t *testing.T) {
 	stopRealNode() // a new cluster: OLM v0's Subscriptions of other flows would own the namespace
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	c := s.Client
 	p := publish(t, s)

@@ -24,6 +24,7 @@ import (
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/openshift"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator/releasefinalizer"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crdcheck"
@@ -291,7 +292,7 @@ func uninstallWithOLMv1(ctx context.Context, t *testing.T, s *testbed.Stack, ope
 func TestOLMv1CommunityMoveOnRealNode(t *testing.T) {
 	stopRealNode()
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	p := publish(t, s)
 	startOLMv1(ctx, t, s, p, olmv1Timings{}, clusterMinor, definition.Community, definition.Certified)

@@ -20,6 +20,7 @@ import (
 	"github.com/csi-olm/csi-olm/bundle/definition"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -69,7 +70,7 @@ func communityOperator(t testing.TB) corev1.Container {
 func TestSourceSwitchOnRealNode(t *testing.T) {
 	stopRealNode() // a new cluster: a Subscription of another flow would stand in the way
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	c, ns := s.Client, testbed.OperatorsNamespace
 	releases := efsReleases(t)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -64,7 +65,7 @@ func startRealNode(t *testing.T) *testbed.Stack {
 	realNode.Lock()
 	defer realNode.Unlock()
 	if realNode.stack == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		ctx, cancel := progress.WithStall(context.Background(), flowStall)
 		defer cancel()
 		dir, err := os.MkdirTemp(runDir, "realnode-")
 		if err != nil {
@@ -105,7 +106,7 @@ func stopRealNode() {
 // kubelet.
 func TestRealNode(t *testing.T) {
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 
 	var node corev1.Node
@@ -240,7 +241,7 @@ func TestRealNodeUndoneAfterACrash(t *testing.T) {
 
 // crashWithARealNode starts a real node, runs a pod on it, and SIGKILLs its own process.
 func crashWithARealNode(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	s, err := testbed.Start(ctx, realNodeOptions(t, testbed.Full, os.Getenv(crashDirEnv)))
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/kube"
 	"github.com/csi-olm/csi-olm/internal/olm"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -44,9 +45,13 @@ const (
 // CSV succeeding.
 const settle = 5 * time.Second
 
-// checkTimeout bounds one start, install and upgrades and clean-up: about 20 s each on the test
-// bed.
-const checkTimeout = 3 * time.Minute
+// olmStall is how long a cross-check waits with nothing new from OLM (a CSV created, a new phase,
+// a CSV deleted, the Subscription's status rewritten) before it calls OLM stuck. OLM's slowest
+// legitimate silence is a resolution that failed on one of its own transient states, a replaced
+// CSV not yet deleted: it is retried at the catalog operator's next wake-up
+// (testbed.CatalogResync), not when the CSV goes. Three wake-ups with nothing new is OLM stuck
+// on any machine; one start's install and upgrades take about 20 s each on an idle test bed.
+const olmStall = 3 * testbed.CatalogResync
 
 // crossCheck is one start installed with real OLM: a Subscription with Automatic approval
 // starting at the CSV, and, for a community start, the switch of its source to the certified
@@ -81,8 +86,9 @@ func (c crossCheck) String() string {
 // It does not run in parallel: its installs load the two cores enough to slow the real node's
 // tests past their deadlines.
 func TestSimulateMatchesOLM(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
+	// Each start has a stall window of its own; the test as a whole ends when they do, and go
+	// test's -timeout is the last resort.
+	ctx := context.Background()
 	f := startOLMFixture(ctx, t)
 	dirs := map[string]string{
 		communitySource: tree.Path(filepath.Join("..", "..", "catalog", "community"), clusterMinor),
@@ -149,16 +155,20 @@ func TestSimulateMatchesOLM(t *testing.T) {
 				ns := fmt.Sprintf("simulate-%d", n)
 				mu.Unlock()
 				began := time.Now()
-				// One start stuck must not hide the others: each gets its own deadline.
-				cctx, ccancel := context.WithTimeout(ctx, checkTimeout)
-				path, err := c.run(cctx, f, watcher, sim, ns)
-				ccancel()
+				// One start stuck must not hide the others: each gets its own stall window.
+				cctx, stop := progress.WithStall(ctx, olmStall)
+				path, transients, err := c.run(cctx, f, watcher, sim, ns)
+				stop()
 				if err != nil {
 					t.Errorf("%s (namespace %s): %v", c, ns, err)
 					continue
 				}
+				waited := ""
+				if transients > 0 {
+					waited = fmt.Sprintf(", %d transient resolution failure(s) of OLM waited through", transients)
+				}
 				mu.Lock()
-				ran = append(ran, fmt.Sprintf("%s: %s (%.1f s)", c, strings.Join(path, " -> "), time.Since(began).Seconds()))
+				ran = append(ran, fmt.Sprintf("%s: %s (%.1f s%s)", c, strings.Join(path, " -> "), time.Since(began).Seconds(), waited))
 				mu.Unlock()
 			}
 		}(lanes[key])
@@ -172,23 +182,24 @@ func TestSimulateMatchesOLM(t *testing.T) {
 }
 
 // run installs the start in its own namespace, records the CSVs OLM creates there, and compares
-// them with the prediction; it removes what it installed before returning.
-func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithWatch, sim *olmv0.Simulator, ns string) (want []string, err error) {
+// them with the prediction; it removes what it installed before returning. It returns the path,
+// and how many of OLM's transient resolution failures it waited through on the way.
+func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithWatch, sim *olmv0.Simulator, ns string) (want []string, transients int, err error) {
 	kc := f.stack.Client
 	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	og := &operatorsv1.OperatorGroup{ObjectMeta: metav1.ObjectMeta{Name: "og", Namespace: ns}}
 	if c.ownNamespace {
 		og.Spec.TargetNamespaces = []string{ns}
 	}
 	if err := kc.Create(ctx, og); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer func() {
-		// The check's deadline may have passed: the clean-up gets its own.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
+		// The check may have stalled: the clean-up gets a stall window of its own.
+		cctx, stop := progress.WithStall(context.WithoutCancel(ctx), olmStall)
+		defer stop()
 		if cerr := c.cleanup(cctx, kc, ns); err == nil {
 			err = cerr
 		}
@@ -196,16 +207,16 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 
 	want, deps, err := c.predict(ctx, sim)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var csvs operatorsv1alpha1.ClusterServiceVersionList
 	w, err := watcher.Watch(ctx, &csvs, client.InNamespace(ns))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer w.Stop()
 	rec := &recorder{}
-	go rec.follow(w)
+	go rec.follow(ctx, w)
 
 	approval := operatorsv1alpha1.ApprovalAutomatic
 	if c.switched {
@@ -219,24 +230,26 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 		},
 	}
 	if err := kc.Create(ctx, sub); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if c.switched {
 		if err := installStart(ctx, kc, ns, c.start); err != nil {
-			return nil, fmt.Errorf("installing the start before the switch: %w (recorded %v)", err, rec.names())
+			return nil, 0, fmt.Errorf("installing the start before the switch: %w (recorded %v)", err, rec.names())
 		}
 		// What an admin asks before switching: simulate reads the Subscription and the CSV OLM
 		// installed from the cluster.
 		if err := c.fromClusterAgrees(ctx, f.stack, ns, want); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		stale, err := switchSource(ctx, kc, ns, c.start.Package)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		return want, waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, func() error { return approveNew(ctx, kc, ns, stale) })
+		err = waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, func() error { return approveNew(ctx, kc, ns, stale) })
+		return want, rec.transientCount(), err
 	}
-	return want, waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, nil)
+	err = waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, nil)
+	return want, rec.transientCount(), err
 }
 
 // predict is the path `catalog simulate` gives: the start, then each step's bundle, and the
@@ -382,12 +395,18 @@ func (c crossCheck) fromClusterAgrees(ctx context.Context, s *testbed.Stack, ns 
 
 // waitForPath waits until OLM has installed want, in order, and the dependencies deps, and
 // settled on want's last CSV; it fails as soon as OLM installs a CSV off the predicted path or a
-// dependency not predicted. each, when set, runs at every poll.
+// dependency not predicted, and when OLM does nothing new for ctx's stall window. each, when
+// set, runs at every poll.
+//
+// A resolution that failed on OLM's own transient state is no verdict: OLM resolved the next step
+// while the CSV the last step replaced was still there, which makes that CSV one "not referenced
+// by a subscription", and retries at its next wake-up. The wait goes on, and the state is logged.
 func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want, deps []string, rec *recorder, each func() error) error {
 	end := want[len(want)-1]
 	var settledSince time.Time
 	var sub operatorsv1alpha1.Subscription
 	var getErr error
+	seenRevision, seenTransient := "", ""
 	for {
 		if each != nil {
 			if err := each(); err != nil {
@@ -402,6 +421,15 @@ func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want, de
 			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v", got, want, deps)
 		}
 		getErr = kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: pkg}, &sub)
+		if getErr == nil && sub.ResourceVersion != seenRevision {
+			seenRevision = sub.ResourceVersion
+			progress.Advance(ctx, "Subscription "+ns+"/"+pkg+" at revision "+seenRevision)
+		}
+		if csv := replacedNotYetGone(&sub, own); csv != "" && csv != seenTransient {
+			seenTransient = csv
+			progress.Advance(ctx, "OLM's transient state: its resolution met "+csv+", which the last step replaced, not deleted yet; OLM retries at its next wake-up")
+			rec.noteTransient()
+		}
 		atEnd := getErr == nil && len(own) == len(want) && olm.AtLatestKnown(end)(&sub) && rec.succeeded(end) &&
 			!slices.ContainsFunc(deps, func(csv string) bool { return !rec.succeeded(csv) })
 		switch {
@@ -414,21 +442,41 @@ func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want, de
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v: %w\n%s", got, want, deps, ctx.Err(), olm.DescribeSubscription(&sub, getErr))
+			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v: %w\n%s", got, want, deps, progress.Cause(ctx), olm.DescribeSubscription(&sub, getErr))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }
 
+// replacedNotYetGone names the CSV a failed resolution of sub found "not referenced by a
+// subscription" when it is one the path has already moved past (an earlier CSV of own): OLM's
+// transient state between a CSV succeeding and the one it replaced being deleted. It is "" for
+// any other state.
+func replacedNotYetGone(sub *operatorsv1alpha1.Subscription, own []string) string {
+	cond := sub.Status.GetCondition(operatorsv1alpha1.SubscriptionResolutionFailed)
+	if cond.Status != corev1.ConditionTrue || len(own) < 2 {
+		return ""
+	}
+	for _, csv := range own[:len(own)-1] {
+		if strings.Contains(cond.Message, "clusterserviceversion "+csv+" exists and is not referenced by a subscription") {
+			return csv
+		}
+	}
+	return ""
+}
+
 // recorder keeps the CSVs OLM creates in a namespace, in order, and their last phase. Copies
 // OLM makes of other namespaces' global operators are not installs and are left out.
 type recorder struct {
-	mu     sync.Mutex
-	order  []string
-	phases map[string]operatorsv1alpha1.ClusterServiceVersionPhase
+	mu         sync.Mutex
+	order      []string
+	phases     map[string]operatorsv1alpha1.ClusterServiceVersionPhase
+	transients int
 }
 
-func (r *recorder) follow(w watch.Interface) {
+// follow records w's events, each a step of ctx's progress: a CSV created, a new phase, a CSV
+// deleted.
+func (r *recorder) follow(ctx context.Context, w watch.Interface) {
 	for ev := range w.ResultChan() {
 		csv, ok := ev.Object.(*operatorsv1alpha1.ClusterServiceVersion)
 		if !ok || csv.IsCopied() {
@@ -443,7 +491,21 @@ func (r *recorder) follow(w watch.Interface) {
 		}
 		r.phases[csv.Name] = csv.Status.Phase
 		r.mu.Unlock()
+		progress.Advance(ctx, fmt.Sprintf("CSV %s %s, phase %q", csv.Name, strings.ToLower(string(ev.Type)), csv.Status.Phase))
 	}
+}
+
+// noteTransient counts a transient state of OLM the check waited through.
+func (r *recorder) noteTransient() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.transients++
+}
+
+func (r *recorder) transientCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.transients
 }
 
 func (r *recorder) names() []string {
@@ -470,6 +532,7 @@ func (c crossCheck) cleanup(ctx context.Context, kc client.Client, ns string) er
 		}
 	}
 	var left []string
+	last := ""
 	err := waitFor(ctx, func() bool {
 		left = left[:0]
 		var csvs operatorsv1alpha1.ClusterServiceVersionList
@@ -487,10 +550,14 @@ func (c crossCheck) cleanup(ctx context.Context, kc client.Client, ns string) er
 			left = append(left, "OperatorGroup "+ogs.Items[i].Name)
 			_ = kc.Delete(ctx, &ogs.Items[i])
 		}
+		if now := fmt.Sprint(left); now != last {
+			last = now
+			progress.Advance(ctx, "left in "+ns+": "+now)
+		}
 		return len(left) == 0
 	})
 	if err != nil {
-		return fmt.Errorf("cleaning up %s: %w (still there: %v)", ns, err, left)
+		return fmt.Errorf("cleaning up %s: %w (still there: %v)", ns, progress.Cause(ctx), left)
 	}
 	return kc.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 }

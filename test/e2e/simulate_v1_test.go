@@ -20,6 +20,7 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
 	"github.com/csi-olm/csi-olm/catalog/tree"
 	"github.com/csi-olm/csi-olm/internal/openshift"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -73,7 +74,7 @@ func (s *v1Spec) catalogFields() map[string]any {
 func TestSimulateV1MatchesOperatorController(t *testing.T) {
 	stopRealNode()
 	s := startRealNode(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), flowStall)
 	defer cancel()
 	p := publish(t, s)
 	all := []definition.Catalog{definition.Community, definition.Certified}
@@ -200,7 +201,7 @@ func observedOutcome(u *unstructured.Unstructured) (v1Outcome, bool) {
 // ClusterExtension and installed a bundle, and returns it.
 func waitSettled(ctx context.Context, tb testing.TB, s *testbed.Stack) *unstructured.Unstructured {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	ctx, cancel := progress.WithStall(ctx, flowStall)
 	defer cancel()
 	u, err := testbed.WaitForOLMv1(ctx, s.Client, testbed.ClusterExtensionGVK, efsPackage, "a bundle installed", func(u *unstructured.Unstructured) bool {
 		o, ok := observedOutcome(u)
@@ -218,12 +219,15 @@ func waitSettled(ctx context.Context, tb testing.TB, s *testbed.Stack) *unstruct
 func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1Outcome) {
 	tb.Helper()
 	var last v1Outcome
+	var seen progress.Reason
 	since := time.Time{}
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		u := efsExtension()
 		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			seen.Report(ctx, "ClusterExtension", err)
 			return false, nil
 		}
+		seen.Note(ctx, "ClusterExtension", "revision "+u.GetResourceVersion())
 		o, ok := observedOutcome(u)
 		if !ok {
 			since = time.Time{}
@@ -241,7 +245,7 @@ func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1
 		return time.Since(since) > 5*time.Second, nil
 	})
 	if err != nil {
-		tb.Fatalf("operator-controller: %s; the simulator predicts: %s", last, want)
+		tb.Fatalf("operator-controller: %s; the simulator predicts: %s (%v)", last, want, progress.Cause(ctx))
 	}
 }
 
@@ -262,11 +266,13 @@ func deleteOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack) 
 	if err := s.Client.Delete(ctx, ce, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
 		tb.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+	var seen progress.Reason
+	if err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		err := s.Client.Get(ctx, client.ObjectKeyFromObject(ce), ce)
+		seen.Note(ctx, "the ClusterExtension's deletion", "revision "+ce.GetResourceVersion())
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
-		tb.Fatalf("the ClusterExtension is not gone: %v", err)
+		tb.Fatalf("the ClusterExtension is not gone: %v", progress.Cause(ctx))
 	}
 	waitOwnedGone(ctx, tb, s, "ClusterExtension "+ce.GetName(), uid)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/testbed"
 )
 
@@ -62,6 +63,10 @@ func WithTools(tb testing.TB, names ...string) func(*testbed.Options) {
 	return func(o *testbed.Options) { o.Tools = o.Tools.Merge(tools) }
 }
 
+// stackStall is how long a stack's start may go with no component started and no readiness
+// check seeing anything new before it counts as stuck.
+const stackStall = 2 * time.Minute
+
 // StartTestBed starts a stack for a test. The stack lives in the test's temporary directory, is
 // stopped when the test ends (also on failure and panic; on a timeout the kernel kills its
 // processes with the test binary), and the tails of its logs are printed when the test failed.
@@ -77,8 +82,9 @@ func StartTestBed(t testing.TB, level testbed.Level, options ...func(*testbed.Op
 		t.Fatalf("test bed tools: %v", err)
 	}
 	opts.Tools = opts.Tools.Merge(tools)
-	// The deadline starts once the tools are there: a cold build is not the stack's start.
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// The stall window starts once the tools are there: a cold build is not the stack's start.
+	// Each component that starts, and each change a readiness check sees, is a step.
+	ctx, cancel := progress.WithStall(context.Background(), stackStall)
 	defer cancel()
 	// Benchmarks print every log line; tests only on failure or with -v.
 	if testing.Verbose() {

@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/csi-olm/csi-olm/internal/progress"
 )
 
 // Opm returns the opm binary that `make test` builds from this module's operator-registry and
@@ -113,15 +115,18 @@ func BuildBinary(tb testing.TB, pkg string, tags ...string) string {
 }
 
 // Eventually polls cond every 100ms until it returns nil or ctx ends; the error says what was
-// awaited and the last reason it was not there.
+// awaited, why the wait ended (a stall, under a progress.WithStall context) and the last reason
+// it was not there. Each new reason is a step of ctx's progress.
 func Eventually(ctx context.Context, what string, cond func(context.Context) error) error {
 	var last error
+	var reason progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		last = cond(ctx)
+		reason.Report(ctx, what, last)
 		return last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for %s: %w (last: %v)", what, err, last)
+		return fmt.Errorf("waiting for %s: %w (last: %v)", what, progress.Cause(ctx), last)
 	}
 	return nil
 }
