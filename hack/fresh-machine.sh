@@ -61,14 +61,17 @@ cd "$dir/clone"
 echo "fresh-machine: clone of $(git rev-parse --short HEAD) in $dir/clone, caches in $dir/cache"
 
 results=()
-# run NAME COMMAND...: runs the step with its output in $dir/NAME.log, and records its time.
+# run NAME COMMAND...: runs the step with its output in $dir/NAME.log, and records its wall time
+# and its CPU time: the kernel's count (user and system) for the step and every process it waited
+# for, which does not depend on how busy or quick the machine was that day.
 run() {
-	local name=$1 begin=$SECONDS rc=0
+	local name=$1 begin=$SECONDS rc=0 TIMEFORMAT='%U %S'
 	shift
 	echo "fresh-machine: $name ($*), log in $dir/$name.log"
-	"$@" >"$dir/$name.log" 2>&1 || rc=$?
-	local took=$((SECONDS - begin))
-	results+=("$(printf '%-16s %6d s  %5.1f min  %s' "$name" "$took" "$(bc <<<"scale=1; $took / 60")" \
+	{ time "$@" >"$dir/$name.log" 2>&1; } 2>"$dir/$name.cpu" || rc=$?
+	local took=$((SECONDS - begin)) cpu
+	cpu=$(awk '{ print $1 + $2 }' "$dir/$name.cpu")
+	results+=("$(printf '%-16s %6d s  %5.1f min  %7.0f CPU s  %s' "$name" "$took" "$(bc <<<"scale=1; $took / 60")" "$cpu" \
 		"$([[ $rc -eq 0 ]] && echo ok || echo "FAILED ($rc)")")")
 	grep '^ci:   ' "$dir/$name.log" | sed "s/^ci:  /  $name:/" >>"$dir/ci-steps.txt" || true
 	return $rc
