@@ -132,12 +132,16 @@ type lifecycle struct {
 	inUseSaid string
 }
 
+// LifecycleResync is how often the lifecycle looks again on its own. Every other look comes from
+// a change it watches: the CR, a PersistentVolume, and while a removal waits for them, the pods.
+const LifecycleResync = time.Minute
+
 // newLifecycleController runs the lifecycle on changes of the CR and of PersistentVolumes.
 func newLifecycleController(l *lifecycle, recorder events.Recorder, volumes factory.Informer) factory.Controller {
 	return factory.New().
 		WithInformers(l.operatorClient.Informer(), volumes).
 		WithSync(l.sync).
-		ResyncEvery(time.Minute).
+		ResyncEvery(LifecycleResync).
 		ToController(uninstallControllerName, recorder)
 }
 
