@@ -127,20 +127,34 @@ func (w *driverWatch) follow(ctx context.Context, what string, rw *watchtools.Re
 // verdict, the test's end notwithstanding: the lists run past ctx (at the field's size they list
 // 100,000 PersistentVolumes, which a slow machine can still be doing when the test stops its
 // watches), and a deletion whose revision cannot be read is a violation, never a silent skip.
+//
+// The lists come in pages, each a request of its own at the same revision: one list of 100,000
+// PersistentVolumes outlasted the API server's own time for a request on a machine at half speed.
 func (w *driverWatch) judge(ctx context.Context, what, rv string) {
 	ctx = context.WithoutCancel(ctx)
 	var problem string
-	exact := metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact}
-	pvs, err := w.kube.CoreV1().PersistentVolumes().List(ctx, exact)
-	var pods *corev1.PodList
+	pvs, err := listAt(ctx, rv, func(ctx context.Context, opts metav1.ListOptions) ([]corev1.PersistentVolume, string, error) {
+		l, err := w.kube.CoreV1().PersistentVolumes().List(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return l.Items, l.Continue, nil
+	})
+	var pods []corev1.Pod
 	if err == nil {
-		pods, err = w.kube.CoreV1().Pods("").List(ctx, exact)
+		pods, err = listAt(ctx, rv, func(ctx context.Context, opts metav1.ListOptions) ([]corev1.Pod, string, error) {
+			l, err := w.kube.CoreV1().Pods("").List(ctx, opts)
+			if err != nil {
+				return nil, "", err
+			}
+			return l.Items, l.Continue, nil
+		})
 	}
 	switch {
 	case err != nil:
 		problem = fmt.Sprintf("%s deleted at revision %s, and the volumes and pods of that revision cannot be read: %v", what, rv, err)
 	default:
-		if inUse := podsUsingEFS(pvs.Items, pods.Items); len(inUse) > 0 {
+		if inUse := podsUsingEFS(pvs, pods); len(inUse) > 0 {
 			problem = fmt.Sprintf("%s deleted at revision %s while pods used volumes of %s: %v", what, rv, efs.DriverName, inUse)
 		}
 	}
@@ -152,6 +166,26 @@ func (w *driverWatch) judge(ctx context.Context, what, rv string) {
 	w.changed.Broadcast()
 	if problem != "" {
 		w.violations = append(w.violations, problem)
+	}
+}
+
+// listAt lists every object at revision rv, a page at a time: the first page at exactly rv, the
+// others by the continue token, which carries the revision (the API server refuses a revision
+// beside it).
+func listAt[T any](ctx context.Context, rv string, list func(context.Context, metav1.ListOptions) ([]T, string, error)) ([]T, error) {
+	const page = 1000
+	opts := metav1.ListOptions{ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchExact, Limit: page}
+	var all []T
+	for {
+		items, next, err := list(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all, nil
+		}
+		opts = metav1.ListOptions{Continue: next, Limit: page}
 	}
 }
 
