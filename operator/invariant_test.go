@@ -52,7 +52,6 @@ type driverWatch struct {
 	mu         sync.Mutex
 	changed    *sync.Cond // signalled whenever judging or judged changes
 	violations []string
-	deletions  int
 	judging    int            // deletions delivered by a watch whose verdict is not in yet
 	judged     map[string]int // deletions judged, by the object's description
 }
@@ -160,7 +159,6 @@ func (w *driverWatch) judge(ctx context.Context, what, rv string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.deletions++
 	w.judged[what]++
 	w.judging--
 	w.changed.Broadcast()
@@ -220,7 +218,16 @@ func podsUsingEFS(pvs []corev1.PersistentVolume, pods []corev1.Pod) []string {
 func (w *driverWatch) state() ([]string, int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return slices.Clone(w.violations), w.deletions
+	return slices.Clone(w.violations), w.deletionsJudged()
+}
+
+// deletionsJudged is how many deletions have a verdict; w.mu is held.
+func (w *driverWatch) deletionsJudged() int {
+	n := 0
+	for _, c := range w.judged {
+		n += c
+	}
+	return n
 }
 
 // verdicts returns the violations and the number of deletions judged once every deletion the
@@ -248,7 +255,7 @@ func (w *driverWatch) verdicts(ctx context.Context, deleted ...string) ([]string
 			}
 		}
 		if len(missing) == 0 {
-			return slices.Clone(w.violations), w.deletions, nil
+			return slices.Clone(w.violations), w.deletionsJudged(), nil
 		}
 		if ctx.Err() != nil {
 			return nil, 0, fmt.Errorf("waiting for the verdicts on %s: %w", strings.Join(missing, ", "), progress.Cause(ctx))
@@ -515,7 +522,7 @@ func proveTheWatchCatches(ctx context.Context, t *testing.T, h *harness, w *driv
 	_, _, err := w.verdicts(ctx, watchedDaemonSet)
 	must(t, err)
 	w.mu.Lock()
-	w.violations, w.deletions, w.judged = nil, 0, map[string]int{}
+	w.violations, w.judged = nil, map[string]int{}
 	w.mu.Unlock()
 }
 

@@ -180,7 +180,7 @@ func WaitForSubscription(ctx context.Context, c client.Client, namespace, name, 
 	var seen progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		getErr = c.Get(ctx, key, &sub)
-		seen.Note(ctx, "Subscription "+namespace+"/"+name, revisionOr(sub.ResourceVersion, getErr))
+		seen.Revision(ctx, "Subscription "+namespace+"/"+name, sub.ResourceVersion, getErr)
 		return getErr == nil && cond(&sub), nil
 	})
 	if err != nil {
@@ -196,7 +196,7 @@ func WaitForCSV(ctx context.Context, c client.Client, namespace, name string, ph
 	var seen progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		getErr = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &csv)
-		seen.Note(ctx, "CSV "+namespace+"/"+name, revisionOr(csv.ResourceVersion, getErr))
+		seen.Revision(ctx, "CSV "+namespace+"/"+name, csv.ResourceVersion, getErr)
 		return getErr == nil && csv.Status.Phase == phase, nil
 	})
 	if err != nil {

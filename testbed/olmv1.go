@@ -342,7 +342,7 @@ func WaitForOLMv1(ctx context.Context, c client.Client, gvk schema.GroupVersionK
 	var seen progress.Reason
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		getErr = c.Get(ctx, client.ObjectKey{Name: name}, u)
-		seen.Note(ctx, gvk.Kind+" "+name, revisionOr(u.GetResourceVersion(), getErr))
+		seen.Revision(ctx, gvk.Kind+" "+name, u.GetResourceVersion(), getErr)
 		return getErr == nil && cond(u), nil
 	})
 	if err != nil {

@@ -276,12 +276,3 @@ func poll(ctx context.Context, p *process, what string, check func(context.Conte
 	}
 	return err
 }
-
-// revisionOr is what a wait on an object notes as its state: the object's revision, or the error
-// that kept it from being read.
-func revisionOr(resourceVersion string, getErr error) string {
-	if getErr != nil {
-		return getErr.Error()
-	}
-	return "revision " + resourceVersion
-}

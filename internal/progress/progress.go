@@ -119,6 +119,16 @@ func (r *Reason) Report(ctx context.Context, what string, err error) {
 	r.Note(ctx, what, state)
 }
 
+// Revision notes an object's revision as a wait's state, or the error that kept the object from
+// being read: every write to the object is a step.
+func (r *Reason) Revision(ctx context.Context, what, resourceVersion string, getErr error) {
+	if getErr != nil {
+		r.Report(ctx, what, getErr)
+		return
+	}
+	r.Note(ctx, what, "revision "+resourceVersion)
+}
+
 // Cause is why ctx ended: its cause when it has one (a *StallError for a stall), else its error.
 func Cause(ctx context.Context) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, ctx.Err()) {

@@ -76,3 +76,20 @@ func TestCauseOfAPlainCancel(t *testing.T) {
 		t.Errorf("Cause = %v, want context.Canceled", err)
 	}
 }
+
+func TestRevisionIsAStepPerWrite(t *testing.T) {
+	ctx, stop := WithStall(context.Background(), time.Hour)
+	defer stop()
+	var r Reason
+	notFound := errors.New("not found")
+	for _, read := range []struct {
+		rv  string
+		err error
+	}{{"", notFound}, {"", notFound}, {"7", nil}, {"7", nil}, {"9", nil}} {
+		r.Revision(ctx, "CSV a", read.rv, read.err)
+	}
+	// The error, revision 7 and revision 9: a re-read of the same revision is no step.
+	if got := ctx.Value(trackerKey{}).(*tracker); got.steps != 3 || got.last != "CSV a: revision 9" {
+		t.Errorf("%d steps, last %q; want 3, the last revision 9", got.steps, got.last)
+	}
+}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/progress"
@@ -119,23 +121,18 @@ func hostSnapshot() (map[string]string, error) {
 }
 
 // waitForNoSurvivors gives processes killed a moment ago time to disappear, and returns those
-// that do not. The wait goes on while their number falls: a loaded machine reaps a stack's
-// processes more slowly, and only a number that has not fallen for a whole idle spell is final.
+// that do not. The wait goes on while their number changes: a loaded machine reaps a stack's
+// processes more slowly, and only a number that has not moved for a whole idle spell is final.
 func waitForNoSurvivors(marker string, idle time.Duration) []int {
 	ctx, stop := progress.WithStall(context.Background(), idle)
 	defer stop()
-	pids := testbed.Survivors(marker)
-	for len(pids) > 0 && ctx.Err() == nil {
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
-			now := testbed.Survivors(marker)
-			if len(now) < len(pids) {
-				progress.Advance(ctx, fmt.Sprintf("%d processes left", len(now)))
-			}
-			pids = now
-		}
-	}
+	var pids []int
+	var seen progress.Reason
+	_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pids = testbed.Survivors(marker)
+		seen.Note(ctx, "processes left", strconv.Itoa(len(pids)))
+		return len(pids) == 0, nil
+	})
 	return pids
 }
 

@@ -223,11 +223,11 @@ func waitSettledOn(ctx context.Context, tb testing.TB, s *testbed.Stack, want v1
 	since := time.Time{}
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		u := efsExtension()
-		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
-			seen.Report(ctx, "ClusterExtension", err)
+		err := s.Client.Get(ctx, client.ObjectKeyFromObject(u), u)
+		seen.Revision(ctx, "ClusterExtension", u.GetResourceVersion(), err)
+		if err != nil {
 			return false, nil
 		}
-		seen.Note(ctx, "ClusterExtension", "revision "+u.GetResourceVersion())
 		o, ok := observedOutcome(u)
 		if !ok {
 			since = time.Time{}
@@ -269,7 +269,7 @@ func deleteOLMv1Extension(ctx context.Context, tb testing.TB, s *testbed.Stack) 
 	var seen progress.Reason
 	if err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		err := s.Client.Get(ctx, client.ObjectKeyFromObject(ce), ce)
-		seen.Note(ctx, "the ClusterExtension's deletion", "revision "+ce.GetResourceVersion())
+		seen.Revision(ctx, "the ClusterExtension's deletion", ce.GetResourceVersion(), err)
 		return apierrors.IsNotFound(err), nil
 	}); err != nil {
 		tb.Fatalf("the ClusterExtension is not gone: %v", progress.Cause(ctx))
