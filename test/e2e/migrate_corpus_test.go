@@ -15,6 +15,7 @@ import (
 
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -109,12 +110,24 @@ func TestMigrateCorpus(t *testing.T) {
 	serveCatalogVariant(ctx, t, s, "crd-drops-v1alpha1", headCRDDropsStoredVersion)
 	users := map[string]*rest.Config{"": s.Config, "viewer": grantOnly(ctx, t, s, "viewer")}
 	total := 0
+	// notReset names the case after which the shared test bed could not be put back: every case
+	// after it would start from a state it was not written for, so each fails at once instead.
+	var notReset string
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
 		}
 		total++
 		t.Run(e.Name(), func(t *testing.T) {
+			if notReset != "" {
+				t.Fatalf("not run: %s", notReset)
+			}
+			t.Cleanup(func() {
+				if err := resetCase(ctx, s.Client); err != nil {
+					notReset = fmt.Sprintf("case %s left the test bed changed: %v", e.Name(), err)
+					t.Error(notReset)
+				}
+			})
 			runMigrateCase(ctx, t, s, users, filepath.Join(migrateCorpus, e.Name()))
 		})
 	}
@@ -136,8 +149,8 @@ func runMigrateCase(ctx context.Context, t *testing.T, s *testbed.Stack, users m
 	for _, o := range tc.Objects {
 		createObject(ctx, t, c, o)
 	}
-	// Cleanups run last first: the journals go, and OLM settles, once the edited object is back.
-	t.Cleanup(func() { deleteJournals(t, c) })
+	// Cleanups run last first: resetCase (registered by the caller) runs once the edited
+	// objects are back.
 	if tc.Before != nil {
 		restoreSpecAfter(ctx, t, c, tc.Before)
 		editObject(ctx, t, c, tc.Before)
@@ -282,19 +295,64 @@ func editObject(ctx context.Context, t *testing.T, c client.Client, e *objectPat
 	must(t, c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, merge), client.FieldOwner("kubectl-edit")))
 }
 
-// deleteJournals deletes the journals a case's run left, so that the next case starts afresh.
-func deleteJournals(t *testing.T, c client.Client) {
-	ctx, cancel := progress.WithStall(context.Background(), flowStall)
+// resetCase puts the shared test bed back after a case: it deletes the journals the run left,
+// undoes what OLM planned from a switch the case made, and waits until OLM has settled on the
+// restored Subscription, so that the next case starts afresh.
+func resetCase(ctx context.Context, c client.Client) error {
+	ctx, cancel := progress.WithStall(ctx, flowStall)
 	defer cancel()
 	var cms corev1.ConfigMapList
-	must(t, c.List(ctx, &cms, client.HasLabels{"migrate.csi-olm.io/verb"}))
-	for i := range cms.Items {
-		must(t, client.IgnoreNotFound(c.Delete(ctx, &cms.Items[i])))
+	if err := c.List(ctx, &cms, client.HasLabels{"migrate.csi-olm.io/verb"}); err != nil {
+		return fmt.Errorf("listing the journals: %w", err)
 	}
-	// The Subscription is back where it was: let OLM settle on it before the next case plans.
+	for i := range cms.Items {
+		if err := c.Delete(ctx, &cms.Items[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting journal %s: %w", cms.Items[i].Name, err)
+		}
+	}
+	if err := withdrawPlannedUpgrade(ctx, c); err != nil {
+		return err
+	}
 	_, err := testbed.WaitForSubscription(ctx, c, testbed.OperatorsNamespace, efsPackage, fmt.Sprintf("AtLatestKnown %s on %s", communityHeadCSV, communitySource),
 		func(sub *operatorsv1alpha1.Subscription) bool {
 			return sub.Spec.CatalogSource == communitySource && sub.Status.State == operatorsv1alpha1.SubscriptionStateAtLatest && sub.Status.InstalledCSV == communityHeadCSV
 		})
-	must(t, err)
+	return err
+}
+
+// withdrawPlannedUpgrade takes back an upgrade OLM planned from a case's switch but, with Manual
+// approval, never installed. OLM does not resolve a Subscription again while its status is
+// UpgradePending on an InstallPlan, whatever its spec says since, so the restored spec alone would
+// leave it pending the target's plan for good. As the verb's own retry of a failed plan does, the
+// status is pointed back at the installed CSV first, then the plan is deleted: deleted first, OLM
+// would clear the status and plan the channel's head afresh.
+func withdrawPlannedUpgrade(ctx context.Context, c client.Client) error {
+	key := client.ObjectKey{Namespace: testbed.OperatorsNamespace, Name: efsPackage}
+	var planned *corev1.ObjectReference
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var sub operatorsv1alpha1.Subscription
+		if err := c.Get(ctx, key, &sub); err != nil {
+			return err
+		}
+		st := sub.Status
+		if st.State != operatorsv1alpha1.SubscriptionStateUpgradePending || st.InstallPlanRef == nil || st.InstalledCSV == "" || st.CurrentCSV == st.InstalledCSV {
+			return nil
+		}
+		planned = st.InstallPlanRef
+		out := sub.DeepCopy()
+		out.Status.CurrentCSV, out.Status.State = st.InstalledCSV, operatorsv1alpha1.SubscriptionStateAtLatest
+		out.Status.LastUpdated = metav1.Now()
+		return c.Status().Update(ctx, out)
+	})
+	if err != nil {
+		return fmt.Errorf("pointing Subscription %s back at its installed CSV: %w", key, err)
+	}
+	if planned == nil {
+		return nil
+	}
+	ip := &operatorsv1alpha1.InstallPlan{ObjectMeta: metav1.ObjectMeta{Namespace: planned.Namespace, Name: planned.Name}}
+	if err := c.Delete(ctx, ip); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting InstallPlan %s/%s: %w", planned.Namespace, planned.Name, err)
+	}
+	return nil
 }
