@@ -26,10 +26,10 @@
 #                                            registry pods run, carried by the catalog images
 #   benchstat                                benchstat_version below: compares the Go benchmark
 #                                            output of `make bench` between two commits
-#   olm, catalog, olm-crds, cpb              this module's go.mod (olm and catalog built in its
-#                                            graph; the CRDs copied from that OLM module; cpb
-#                                            built in a copy of it, statically, as OLM's util
-#                                            image carries it into bundle images)
+#   olm, catalog, olm-crds, cpb              this module's go.mod (olm, catalog and cpb built in
+#                                            its graph, cpb static as OLM's util image carries
+#                                            it into bundle images; the CRDs copied from that
+#                                            OLM module)
 #   operator-controller, catalogd,           olmv1_version below: OLM v1, both binaries built
 #   olmv1-crds                               together inside its own go.mod, statically; the
 #                                            CRDs (standard feature set) copied from it
@@ -130,18 +130,30 @@ build() {
 	echo "$out"
 }
 
+# modhash DIR [FIND ARGS...]: 12 hex digits of a hash of DIR's go.mod and go.sum, and of the files
+# under DIR that FIND ARGS select, for a cache key that changes with any pin.
+modhash() {
+	local dir=$1
+	shift
+	(cd "$dir" && { cat go.mod go.sum; if (($#)); then find . "$@" | LC_ALL=C sort | xargs cat; fi; } |
+		sha256sum | cut -c1-12)
+}
+
 # build_kube NAME: one of kube_bins from k8s.io/kubernetes as pinned in hack/tools/kube/go.mod;
 # builds it together with the other kube binaries this run was asked for and lacks (one go build
 # compiles their shared packages in parallel), but none that nobody asked for: `make test` needs
-# no kubelet.
+# no kubelet. The cache key has a hash of that go.mod and go.sum, whose other pins (kept at this
+# module's versions, so that a fresh machine compiles the libraries both use once) change the
+# binaries too.
 build_kube() {
-	local v b missing=() tmp
+	local v key b missing=() tmp
 	v=$(modver "$kube_dir/go.mod" k8s.io/kubernetes)
+	key=$v-$(modhash "$kube_dir")
 	for b in "$1" "${requested_kube[@]}"; do
-		[[ -x $cache/$b/$v/$b || " ${missing[*]} " == *" $b "* ]] || missing+=("$b")
+		[[ -x $cache/$b/$key/$b || " ${missing[*]} " == *" $b "* ]] || missing+=("$b")
 	done
 	if ((${#missing[@]})); then
-		echo "building ${missing[*]} $v into $cache/<tool>/$v/" >&2
+		echo "building ${missing[*]} $v into $cache/<tool>/$key/" >&2
 		mktmp kube
 		local major=${v#v} minor
 		minor=${major#*.}
@@ -157,11 +169,11 @@ build_kube() {
 		(cd "$kube_dir" && go build -ldflags "$ldflags" -o "$tmp/" \
 			"${missing[@]/#/k8s.io/kubernetes/cmd/}")
 		for b in "${missing[@]}"; do
-			mkdir -p "$cache/$b/$v"
-			mv -f "$tmp/$b" "$cache/$b/$v/$b"
+			mkdir -p "$cache/$b/$key"
+			mv -f "$tmp/$b" "$cache/$b/$key/$b"
 		done
 	fi
-	echo "$cache/$1/$v/$1"
+	echo "$cache/$1/$key/$1"
 }
 
 # build_pause: the pause binary from the pause.c of k8s.io/kubernetes as pinned in
@@ -191,8 +203,7 @@ build_pause() {
 build_main() {
 	local name=$1 dir=$2 module=$3 pkg=$4 v h out
 	v=$(modver "$dir/go.mod" "$module")
-	h=$(cd "$dir" && { cat go.mod go.sum; find . -name '*.go' | LC_ALL=C sort | xargs cat; } |
-		sha256sum | cut -c1-12)
+	h=$(modhash "$dir" -name '*.go')
 	out="$cache/$name/$v-$h/$name"
 	if [[ ! -x $out ]]; then
 		echo "building $name ($module $v) into $out" >&2
@@ -354,7 +365,9 @@ tool() {
 	kwok | kwok-crds) build_kwok "$1" ;;
 	olm | catalog) build_olm "$1" ;;
 	olm-crds) copy_crds "$cache/olm/$olm_version/crds" "$olm_module" "$olm_version" 'deploy/chart/crds/*.yaml' ;;
-	cpb) build_in_copy cpb "$olm_module" "$olm_version" ./util/cpb ;;
+	# In this module's graph like olm and catalog: all but its main package are already compiled
+	# there, where OLM's own go.mod compiled 17 MiB of other versions of them.
+	cpb) variant=this-module build cpb "$olm_module" "$olm_module/util/cpb" -ldflags -w ;;
 	operator-controller | catalogd) build_olmv1 "$1" ;;
 	# OLM v1's CRDs (ClusterCatalog, ClusterExtension) in the standard feature set a cluster serves.
 	olmv1-crds) copy_crds "$cache/olmv1-crds/$olmv1_version" "$olmv1_module" "$olmv1_version" 'config/base/*/crd/standard/olm.operatorframework.io_*.yaml' ;;
