@@ -330,6 +330,7 @@ func withdrawPlannedUpgrade(ctx context.Context, c client.Client) error {
 	key := client.ObjectKey{Namespace: testbed.OperatorsNamespace, Name: efsPackage}
 	var planned *corev1.ObjectReference
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		planned = nil
 		var sub operatorsv1alpha1.Subscription
 		if err := c.Get(ctx, key, &sub); err != nil {
 			return err
