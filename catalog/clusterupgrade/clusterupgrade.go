@@ -2,8 +2,9 @@
 // installed operator when an OpenShift cluster moves to the next minor and its catalogs become
 // that minor's.
 //
-// A cluster at 4.N reads the catalogs of 4.N's index. Every bundle of them it can run (its
-// minKubeVersion within 4.N's Kubernetes, its olm.maxOpenShiftVersion not below 4.N) may be
+// A cluster at 4.N reads the catalogs of 4.N's index. Every bundle of them some release of 4.N
+// can run (its minKubeVersion within the Kubernetes of one of 4.N's z-streams, its
+// olm.maxOpenShiftVersion not below 4.N) may be
 // installed there, by a Subscription to each channel that holds it. When the cluster upgrades,
 // one of three things happens to it:
 //   - OLM keeps the cluster at 4.N: the bundle's olm.maxOpenShiftVersion is below 4.N+1, and
@@ -48,10 +49,12 @@ const (
 	Unresolvable Outcome = "unresolvable"
 	// Blocks: the bundle's olm.maxOpenShiftVersion keeps the cluster at its minor.
 	Blocks Outcome = "blocks"
+	// Loops: the next minor's edges lead OLM round a circle of upgrades for good.
+	Loops Outcome = "loops"
 )
 
 // Bad says whether an outcome leaves the installed operator, or the cluster, stuck.
-func (o Outcome) Bad() bool { return o == Stranded || o == Unresolvable || o == Blocks }
+func (o Outcome) Bad() bool { return o == Stranded || o == Unresolvable || o == Blocks || o == Loops }
 
 // Finding is the outcome of one installed bundle, subscribed to one channel.
 type Finding struct {
@@ -73,7 +76,7 @@ type Step struct {
 	From     string    `json:"from"`
 	To       string    `json:"to"`
 	Findings []Finding `json:"findings"`
-	// NotInstallable counts the bundles of From's catalog a cluster at From cannot run; they
+	// NotInstallable counts the bundles of From's catalog no release of From can run; they
 	// are not followed (`catalog validate` names them).
 	NotInstallable int `json:"notInstallable,omitempty"`
 }
@@ -164,7 +167,7 @@ func follow(ctx context.Context, sim *olmv0.Simulator, from, to openshift.Minor)
 		}
 		l := index.Limits(b.Decl)
 		switch {
-		case l.MinKube != nil && from.KubeVersion().LT(*l.MinKube), l.Max != nil && l.Max.Less(from):
+		case !l.RunsAt(from):
 			step.NotInstallable++
 			continue
 		case l.Err != nil:
@@ -172,7 +175,7 @@ func follow(ctx context.Context, sim *olmv0.Simulator, from, to openshift.Minor)
 		case l.Max != nil && openshift.BlocksUpgrade(from, *l.Max):
 			blocked[st.CSV] = fmt.Sprintf("OLM reports the cluster not upgradeable to %s (IncompatibleOperatorsInstalled): maximum supported OCP version for <namespace>/%s is %s", to, st.CSV, l.Max)
 		}
-		st.InstalledFrom = from.Index()
+		st.InstalledFrom, st.Running = from.Index(), true
 		starts = append(starts, st)
 	}
 	step.Findings = make([]Finding, len(starts))
@@ -241,6 +244,8 @@ func outcome(ctx context.Context, sim *olmv0.Simulator, to openshift.Minor, st o
 	switch {
 	case p.Result == predict.Unresolvable:
 		f.Outcome, f.Message = Unresolvable, p.Why()
+	case p.Result == predict.Loops:
+		f.Outcome, f.Message = Loops, p.Why()
 	case p.Result == predict.Stranded && p.End == st.CSV:
 		f.Outcome, f.Message = Stranded, p.Why()
 	case p.Result == predict.Stranded:
@@ -285,8 +290,11 @@ func Text(r *Report) string {
 		}
 		fmt.Fprintf(&b, "%s -> %s: %d installs followed: %d move on, %d stay, %d stranded, %d unresolvable, %d block the upgrade",
 			s.From, s.To, len(s.Findings), counts[Moves], counts[Stays], counts[Stranded], counts[Unresolvable], counts[Blocks])
+		if counts[Loops] > 0 {
+			fmt.Fprintf(&b, ", %d loop", counts[Loops])
+		}
 		if s.NotInstallable > 0 {
-			fmt.Fprintf(&b, " (%d bundles a cluster at %s cannot run, not followed)", s.NotInstallable, s.From)
+			fmt.Fprintf(&b, " (%d bundles no release of %s can run, not followed)", s.NotInstallable, s.From)
 		}
 		b.WriteString("\n")
 		bundles := map[group][]string{}

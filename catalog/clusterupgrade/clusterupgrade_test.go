@@ -44,6 +44,9 @@ func writeTree(t *testing.T, tree minors, max, minKube map[string]string) string
 				raw, _ := json.Marshal(v)
 				b.Properties = append(b.Properties, property.Property{Type: openshift.MaxVersionProperty, Value: raw})
 			}
+			if v, ok := fieldConstraints[b.Name]; ok {
+				b.Properties = append(b.Properties, property.Property{Type: property.TypeConstraint, Value: json.RawMessage(v)})
+			}
 			if v, ok := minKube[b.Name]; ok {
 				b.Properties = append(b.Properties, property.MustBuildCSVMetadata(operatorsv1alpha1.ClusterServiceVersion{
 					Spec: operatorsv1alpha1.ClusterServiceVersionSpec{MinKubeVersion: v},
@@ -73,6 +76,7 @@ func fieldMistakes() minors {
 			{Name: "kube", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
 			{Name: "needs", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
 			{Name: "broken", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0", Requires: "absent >=1.0.0"})},
+			{Name: "constrained", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
 			versioned("4.10"),
 		},
 		"v4.11": {
@@ -83,6 +87,7 @@ func fieldMistakes() minors {
 			{Name: "kube", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
 			{Name: "needs", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"}, entry{Version: "1.1.0", Replaces: "1.0.0", Requires: "absent >=1.0.0"})},
 			{Name: "broken", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0", Requires: "absent >=1.0.0"})},
+			{Name: "constrained", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
 			versioned("4.11"),
 		},
 		// No 4.12: the upgrades of 4.11 and 4.13 are not followed.
@@ -95,6 +100,9 @@ func fieldMistakes() minors {
 var (
 	fieldMax     = map[string]string{"capped.v1.0.0": "4.10", "badmax.v1.0.0": "4.10.1", "versioned.v4.10.0": "4.11", "versioned.v4.11.0": "4.12"}
 	fieldMinKube = map[string]string{"kube.v1.0.0": "1.30.0"}
+	// fieldConstraints are olm.constraint properties, which the verb leaves to OLM's resolver
+	// alone: it assumes no provider for them.
+	fieldConstraints = map[string]string{"constrained.v1.0.0": `{"failureMessage":"constrained needs absent","package":{"packageName":"absent","versionRange":">=1.0.0"}}`}
 )
 
 func TestEveryOutcomeOfAClusterUpgrade(t *testing.T) {
@@ -131,8 +139,10 @@ func TestEveryOutcomeOfAClusterUpgrade(t *testing.T) {
 		{"4.10/versioned.v4.10.0", clusterupgrade.Stranded, "", "channel 4.10 is not in the v4.11 catalog (channels: 4.11, stable)"},
 		// The upgrade needs what no catalog provides: OLM keeps the installed bundle.
 		{"stable/needs.v1.0.0", clusterupgrade.Stranded, "needs.v1.0.0", "OLM cannot install needs.v1.1.0, which can replace needs.v1.0.0: constraints not satisfiable"},
-		// The installed bundle needs it itself: OLM's resolution fails.
-		{"stable/broken.v1.0.0", clusterupgrade.Unresolvable, "broken.v1.0.0", "absent"},
+		// The installed bundle needs it itself: it runs, so another catalog provides it.
+		{"stable/broken.v1.0.0", clusterupgrade.Stays, "broken.v1.0.0", ""},
+		// An olm.constraint is OLM's alone to meet: its resolution fails.
+		{"stable/constrained.v1.0.0", clusterupgrade.Unresolvable, "constrained.v1.0.0", "bundle constrained.v1.0.0 requires an operator with package: absent"},
 	} {
 		f, ok := got[tc.start]
 		if !ok {
@@ -149,6 +159,68 @@ func TestEveryOutcomeOfAClusterUpgrade(t *testing.T) {
 	}
 }
 
+// A bundle that only a later z-stream of the minor can install is followed: clusters at that
+// z-stream run it. One that needs a later Kubernetes minor is not. A circle of upgrades in the
+// next minor is a finding about the installs it catches, and the run goes on.
+func TestZStreamsAndLoops(t *testing.T) {
+	loop := synthcatalog.Loop
+	loop.Name = "loop"
+	tree := minors{
+		"v4.20": {
+			{Name: "zstream", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
+			{Name: "later", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
+			{Name: "loop", DefaultChannel: "stable", Channels: stable(entry{Version: "1.1.0"})},
+		},
+		"v4.21": {
+			{Name: "zstream", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
+			loop,
+		},
+	}
+	root := writeTree(t, tree, nil, map[string]string{"zstream.v1.0.0": "1.33.6", "later.v1.0.0": "1.34.0"})
+	r, err := clusterupgrade.Check(context.Background(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steps) != 1 || r.Steps[0].NotInstallable != 1 {
+		t.Fatalf("steps %+v: want v4.20 -> v4.21 with later's bundle not followed", r.Steps)
+	}
+	got := map[string]clusterupgrade.Finding{}
+	for _, f := range r.Steps[0].Findings {
+		got[f.Bundle] = f
+	}
+	if f := got["zstream.v1.0.0"]; f.Outcome != clusterupgrade.Stays {
+		t.Errorf("zstream: %+v, want it followed, and kept at the head", f)
+	}
+	if f := got["loop.v1.1.0"]; f.Outcome != clusterupgrade.Loops || !strings.Contains(f.Message, "loop.v1.1.0 -> loop.v1.0.0 -> loop.v1.1.0") {
+		t.Errorf("loop: %+v, want the circle", f)
+	}
+}
+
+// What a running install requires came from its minor's catalog, subscribed there: when the
+// cluster upgrades, OLM upgrades that dependency too, as the next release needs.
+func TestRunningInstallsKeepTheirDependencies(t *testing.T) {
+	tree := minors{
+		"v4.20": {
+			{Name: "app", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0", Requires: "dep >=1.0.0"})},
+			{Name: "dep", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"})},
+		},
+		"v4.21": {
+			{Name: "app", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0", Requires: "dep >=1.0.0"},
+				entry{Version: "1.1.0", Replaces: "1.0.0", Requires: "dep >=2.0.0"})},
+			{Name: "dep", DefaultChannel: "stable", Channels: stable(entry{Version: "1.0.0"}, entry{Version: "2.0.0", Replaces: "1.0.0"})},
+		},
+	}
+	r, err := clusterupgrade.Check(context.Background(), writeTree(t, tree, nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Steps[0].Findings {
+		if f.Bundle == "app.v1.0.0" && (f.Outcome != clusterupgrade.Moves || f.End != "app.v1.1.0") {
+			t.Errorf("app: %+v, want it moved on, its dependency upgraded beside it", f)
+		}
+	}
+}
+
 // Without --since every install a cluster upgrade leaves stuck fails the verb; with it, only
 // those the earlier tree did not leave stuck, the others counted apart.
 func TestSinceFailsOnlyOnWhatIsNewlyStuck(t *testing.T) {
@@ -159,11 +231,11 @@ func TestSinceFailsOnlyOnWhatIsNewlyStuck(t *testing.T) {
 
 	var out bytes.Buffer
 	err := (&clusterupgrade.ClusterUpgrade{Tree: earlier, Output: "text", Out: &out}).Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "11 install(s) followed, 7 stuck by a cluster upgrade (2 blocks, 4 stranded, 1 unresolvable)") {
+	if err == nil || !strings.Contains(err.Error(), "12 install(s) followed, 7 stuck by a cluster upgrade (2 blocks, 4 stranded, 1 unresolvable)") {
 		t.Errorf("the earlier tree alone: %v", err)
 	}
 	for _, want := range []string{
-		"v4.10 -> v4.11: 11 installs followed: 3 move on, 1 stay, 4 stranded, 1 unresolvable, 2 block the upgrade (1 bundles a cluster at v4.10 cannot run, not followed)",
+		"v4.10 -> v4.11: 12 installs followed: 3 move on, 2 stay, 4 stranded, 1 unresolvable, 2 block the upgrade (1 bundles no release of v4.10 can run, not followed)",
 		"  package mover, channel stable: mover.v1.0.0, mover.v1.1.0 -> mover.v1.2.0\n",
 		"  package puller, channel stable: puller.v1.0.0 stays at the channel head\n",
 		"  ! package versioned, channel 4.10: versioned.v4.10.0 stranded: channel 4.10 is not in the v4.11 catalog",

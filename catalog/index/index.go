@@ -378,6 +378,14 @@ type OpenShiftLimits struct {
 	Err error
 }
 
+// RunsAt says whether some release of minor m can run the bundle: OLM installs it there (its
+// minKubeVersion within the Kubernetes of one of m's releases, openshift.FitKube) and keeps no
+// cluster at m from upgrading for it (its olm.maxOpenShiftVersion not below m). It is the one
+// rule of what a cluster at a minor may have installed from the minor's index.
+func (l OpenShiftLimits) RunsAt(m openshift.Minor) bool {
+	return (l.MinKube == nil || m.FitKube(*l.MinKube).Fit != openshift.FitsNone) && (l.Max == nil || !l.Max.Less(m))
+}
+
 // Limits reads the bundle's OpenShiftLimits. minKubeVersion comes from the CSV metadata of a
 // published catalog (olm.csv.metadata) or the CSV an offline one embeds (olm.bundle.object),
 // decoding only that field.

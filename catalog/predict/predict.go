@@ -29,6 +29,10 @@ const (
 	// Unresolvable: the OLM reports that it cannot resolve (OLM v0: ResolutionFailed on the
 	// Subscription; OLM v1: Progressing, Retrying on the ClusterExtension).
 	Unresolvable Result = "unresolvable"
+	// Loops: the catalogs' edges lead the OLM back to a bundle it installed before, so it would
+	// go round that circle for good. opm accepts such catalogs when the circle is made of skips
+	// and skipRanges rather than replaces.
+	Loops Result = "loops"
 )
 
 // Bundle is a bundle and the catalog it comes from.

@@ -6,6 +6,7 @@
 package simulate
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/catalog/graph"
+	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
@@ -67,6 +69,27 @@ type Simulate struct {
 	Policy string
 	// Progress, when set, hears how far a simulation of many starts has come.
 	Progress io.Writer
+
+	// notRunnable are the bundles of a minor's catalog that All leaves out: no release of the
+	// minor can run them, so no cluster at it has them installed.
+	notRunnable   []string
+	notRunnableAt openshift.Minor
+}
+
+// runsAt says whether some release of minor m, when the minor is known, can run the bundle of
+// the catalog idx; it records the bundles it says no to.
+func (a *Simulate) runsAt(m *openshift.Minor, idx *index.Catalog, pkg, bundle string) bool {
+	if m == nil || idx == nil || idx.Package(pkg) == nil || idx.Package(pkg).Bundles[bundle] == nil {
+		return true
+	}
+	if index.Limits(idx.Package(pkg).Bundles[bundle].Decl).RunsAt(*m) {
+		return true
+	}
+	a.notRunnableAt = *m
+	if !slices.Contains(a.notRunnable, bundle) {
+		a.notRunnable = append(a.notRunnable, bundle)
+	}
+	return false
 }
 
 // progress tells Progress, at every tenth of many starts, how many are done.
@@ -82,22 +105,50 @@ func (a *Simulate) progress(done, of int, catalog string) {
 // ErrOneStart is a verb given no start, or more than one kind.
 var ErrOneStart = errors.New("say where to start: one installed CSV, every start of the catalog, or the cluster's Subscriptions")
 
-// UnresolvableError is a run in which OLM cannot resolve some starts; every path was printed.
+// UnresolvableError is a run in which OLM cannot resolve some starts, or would upgrade some in
+// a circle; every path was printed.
 type UnresolvableError struct {
-	Unresolvable, Starts int
+	Unresolvable, Loops, Starts int
 	// OLM is the OLM simulated, "" for v0.
 	OLM string
 }
 
 func (e *UnresolvableError) Error() string {
+	who, why := "OLM", "their ResolutionFailed"
 	if e.OLM == "v1" {
-		return fmt.Sprintf("operator-controller cannot resolve %d of %d start(s): see their Progressing message above", e.Unresolvable, e.Starts)
+		who, why = "operator-controller", "their Progressing message"
 	}
-	return fmt.Sprintf("OLM cannot resolve %d of %d start(s): see their ResolutionFailed above", e.Unresolvable, e.Starts)
+	var parts []string
+	if e.Unresolvable > 0 {
+		parts = append(parts, fmt.Sprintf("%s cannot resolve %d of %d start(s): see %s above", who, e.Unresolvable, e.Starts, why))
+	}
+	if e.Loops > 0 {
+		parts = append(parts, fmt.Sprintf("%s would upgrade %d of %d start(s) in a circle: see their loop above", who, e.Loops, e.Starts))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// tally counts the starts that end badly.
+func (e *UnresolvableError) tally(r predict.Result) {
+	e.Starts++
+	switch r {
+	case predict.Unresolvable:
+		e.Unresolvable++
+	case predict.Loops:
+		e.Loops++
+	}
+}
+
+// found is the run's verdict once every start is tallied.
+func (e *UnresolvableError) found() error {
+	if e.Unresolvable+e.Loops > 0 {
+		return exitcode.Found(e)
+	}
+	return nil
 }
 
 // Run simulates and prints every start's path. It fails, after printing them all, when OLM
-// cannot resolve one.
+// cannot resolve one or would upgrade one in a circle.
 func (a *Simulate) Run(ctx context.Context) error {
 	switch a.OLM {
 	case "", "v0":
@@ -121,7 +172,7 @@ func (a *Simulate) Run(ctx context.Context) error {
 	if modes != 1 {
 		return ErrOneStart
 	}
-	catalog, installedFrom, err := a.minorCatalogs(ctx)
+	catalog, installedFrom, minor, err := a.minorCatalogs(ctx)
 	if err != nil {
 		return err
 	}
@@ -183,8 +234,18 @@ func (a *Simulate) Run(ctx context.Context) error {
 		}
 		starts = []olmv0.Start{st}
 	}
+	if a.All {
+		// Every start is an install that runs: what it requires is installed beside it.
+		starts = slices.DeleteFunc(starts, func(st olmv0.Start) bool {
+			from := cmp.Or(st.InstalledFrom, target)
+			return !a.runsAt(minor, sim.Index(from), st.Package, st.CSV)
+		})
+		for i := range starts {
+			starts[i].Running = true
+		}
+	}
 	var paths []*olmv0.Path
-	unresolvable := 0
+	var bad UnresolvableError
 	for i, st := range starts {
 		a.progress(i, len(starts), tc.Arg)
 		st.Existing = append(st.Existing, sim.Existing()...)
@@ -192,42 +253,37 @@ func (a *Simulate) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p.Result == predict.Unresolvable {
-			unresolvable++
-		}
+		bad.tally(p.Result)
 		paths = append(paths, p)
 	}
 	a.progress(len(starts), len(starts), tc.Arg)
 	if err := a.print(ctx, sim, paths); err != nil {
 		return err
 	}
-	if unresolvable > 0 {
-		return exitcode.Found(&UnresolvableError{Unresolvable: unresolvable, Starts: len(paths)})
-	}
-	return nil
+	return bad.found()
 }
 
 // minorCatalogs are the catalogs to read: Catalog and InstalledFrom as given, or of a tree of
 // per-minor catalogs, the catalog of the minor asked for, or the cluster's.
-func (a *Simulate) minorCatalogs(ctx context.Context) (catalog, installedFrom string, err error) {
+func (a *Simulate) minorCatalogs(ctx context.Context) (catalog, installedFrom string, minor *openshift.Minor, err error) {
 	catalog, installedFrom = a.Catalog, a.InstalledFrom
 	trees := tree.IsTree(catalog) || tree.IsTree(installedFrom)
 	if a.Minor == "" && !(trees && a.FromCluster) {
-		return catalog, installedFrom, nil
+		return catalog, installedFrom, nil, nil
 	}
 	var m openshift.Minor
 	switch {
 	case a.Minor != "":
 		if m, err = openshift.ParseMinor(a.Minor); err != nil {
-			return "", "", &option.Error{Field: "Minor", Err: err}
+			return "", "", nil, &option.Error{Field: "Minor", Err: err}
 		}
 	default:
 		cfg, err := a.Cluster.RESTConfig()
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		if m, err = kube.ClusterMinor(ctx, cfg); err != nil {
-			return "", "", option.Errorf("Minor", "the catalogs are trees of per-minor catalogs, and the cluster's minor cannot be read: %w", err)
+			return "", "", nil, option.Errorf("Minor", "the catalogs are trees of per-minor catalogs, and the cluster's minor cannot be read: %w", err)
 		}
 	}
 	at := func(dir string) (string, error) {
@@ -248,12 +304,12 @@ func (a *Simulate) minorCatalogs(ctx context.Context) (catalog, installedFrom st
 		return t.Path(m), nil
 	}
 	if catalog, err = at(catalog); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	if installedFrom, err = at(installedFrom); err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	return catalog, installedFrom, nil
+	return catalog, installedFrom, &m, nil
 }
 
 // v0Options refuses what only a ClusterExtension has, and takes the Subscription's channel from
@@ -277,12 +333,20 @@ func (a *Simulate) v0Options() error {
 // writePaths prints paths as text or data, whichever OLM they are of; it reports false, having
 // written nothing, for the picture formats.
 func (a *Simulate) writePaths(text func() string, paths any) (bool, error) {
+	data := map[string]any{"paths": paths}
+	if len(a.notRunnable) > 0 {
+		data["notRunnable"] = a.notRunnable
+	}
 	switch a.Output {
 	case "text":
-		_, err := io.WriteString(a.Out, text())
+		report := text()
+		if len(a.notRunnable) > 0 {
+			report += fmt.Sprintf("Not simulated, as no release of %s can run them (catalog validate says why): %s\n", a.notRunnableAt, strings.Join(a.notRunnable, ", "))
+		}
+		_, err := io.WriteString(a.Out, report)
 		return true, err
 	case "yaml":
-		out, err := yaml.Marshal(map[string]any{"paths": paths})
+		out, err := yaml.Marshal(data)
 		if err != nil {
 			return true, err
 		}
@@ -291,7 +355,7 @@ func (a *Simulate) writePaths(text func() string, paths any) (bool, error) {
 	case "json":
 		enc := json.NewEncoder(a.Out)
 		enc.SetIndent("", "  ")
-		return true, enc.Encode(map[string]any{"paths": paths})
+		return true, enc.Encode(data)
 	}
 	return false, nil
 }

@@ -57,9 +57,10 @@ func TestSimulateVerbRefusesBadFlags(t *testing.T) {
 	}
 }
 
-// On the field catalog, some starts need a dependency: --all prints every start's outcome, the
-// unresolvable ones with OLM's ResolutionFailed, and only then fails. Given the catalog that
-// provides the dependencies, only the starts whose dependency nothing provides stay unresolvable.
+// On the field catalog, releases take on dependencies half-way. Every start of --all is an
+// install that runs, so what it needs is installed beside it: from the catalogs given when they
+// carry it, else from another catalog. What a later release newly needs and no catalog given
+// carries keeps the install where it is, with OLM's reason; nothing is unresolvable.
 func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 	field, deps := fieldCatalogs(t)
 	s, err := olmv0.New(context.Background(), predict.Catalog{Name: synthcatalog.FieldCatalog, Dir: field, FS: os.DirFS(field)})
@@ -74,26 +75,25 @@ func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 			needsOtherCatalog = append(needsOtherCatalog, synthcatalog.FieldPackage(i))
 		}
 	}
+	nothing := synthcatalog.FieldPackage(synthcatalog.FieldNeedsNothingProvides)
 	for _, tc := range []struct {
 		name string
 		env  predict.Environment
-		// unresolvable are the packages some of whose starts OLM cannot resolve.
-		unresolvable []string
+		// kept are the packages some of whose starts OLM keeps for want of a dependency.
+		kept []string
+		// provided are where the providers of the starts that need one come from.
+		provided []string
 	}{
-		// A package that needs a sibling's API resolves alone: OLM installs an older release of
-		// the sibling, one that needs no other catalog yet.
-		{"alone", predict.Environment{}, needsOtherCatalog},
-		{"with the deps catalog", predict.Environment{Catalogs: []string{deps + ",priority=10"}}, []string{
-			synthcatalog.FieldPackage(synthcatalog.FieldNeedsNothingProvides),
-		}},
+		// A package that needs a sibling's API upgrades alone: the field catalog has the sibling.
+		{"alone", predict.Environment{}, needsOtherCatalog, []string{olmv0.AnotherCatalog, synthcatalog.FieldCatalog}},
+		{"with the deps catalog", predict.Environment{Catalogs: []string{deps + ",priority=10"}}, []string{nothing},
+			[]string{olmv0.AnotherCatalog, synthcatalog.FieldCatalog, synthcatalog.FieldDepsCatalog}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			a := &simulate.Simulate{Catalog: field, All: true, Environment: tc.env, Output: "json", Out: &out}
-			err := a.Run(context.Background())
-			var ue *simulate.UnresolvableError
-			if !errors.As(err, &ue) || ue.Starts != starts {
-				t.Fatalf("error %v: want an UnresolvableError over all %d starts", err, starts)
+			if err := a.Run(context.Background()); err != nil {
+				t.Fatal(err)
 			}
 			var got struct{ Paths []olmv0.Path }
 			if err := json.Unmarshal(out.Bytes(), &got); err != nil {
@@ -102,27 +102,62 @@ func TestFieldSimulateAllReportsEveryStart(t *testing.T) {
 			if len(got.Paths) != starts {
 				t.Errorf("%d paths printed, want every start's: %d", len(got.Paths), starts)
 			}
-			unresolvable := map[string]bool{}
-			count := 0
+			kept, provided := map[string]bool{}, map[string]bool{}
 			for _, p := range got.Paths {
 				switch {
-				case p.Result == predict.Unresolvable:
-					count++
-					unresolvable[p.Package] = true
-					if p.ResolutionFailed == nil || p.ResolutionFailed.Reason != "ConstraintsNotSatisfiable" || !strings.HasPrefix(p.ResolutionFailed.Message, "constraints not satisfiable: ") {
-						t.Errorf("%s: unresolvable with %+v: want OLM's ResolutionFailed", p.Start.Name, p.ResolutionFailed)
-					}
+				case p.Result == predict.Stranded && strings.Contains(p.Stranded, "constraints not satisfiable: "):
+					kept[p.Package] = true
 				case p.Result != predict.AtHead && p.Result != predict.Stranded:
-					t.Errorf("%s: result %q", p.Start.Name, p.Result)
+					t.Errorf("%s: result %q (%s)", p.Start.Name, p.Result, p.Why())
+				}
+				for _, pr := range p.Providers {
+					provided[pr.Catalog] = true
+					if pr.Catalog == olmv0.AnotherCatalog && tc.name != "alone" && p.Package != nothing {
+						t.Errorf("%s: %s, which the deps catalog carries", p.Start.Name, pr)
+					}
 				}
 			}
-			if count != ue.Unresolvable {
-				t.Errorf("%d unresolvable paths printed, the error says %d", count, ue.Unresolvable)
+			if fmt.Sprint(slices.Sorted(maps.Keys(kept))) != fmt.Sprint(tc.kept) {
+				t.Errorf("packages kept for want of a dependency %v, want %v", slices.Sorted(maps.Keys(kept)), tc.kept)
 			}
-			if fmt.Sprint(slices.Sorted(maps.Keys(unresolvable))) != fmt.Sprint(tc.unresolvable) {
-				t.Errorf("unresolvable packages %v, want %v", slices.Sorted(maps.Keys(unresolvable)), tc.unresolvable)
+			if want := slices.Sorted(slices.Values(tc.provided)); fmt.Sprint(slices.Sorted(maps.Keys(provided))) != fmt.Sprint(want) {
+				t.Errorf("providers from %v, want %v", slices.Sorted(maps.Keys(provided)), want)
 			}
 		})
+	}
+}
+
+// At a minor, every start leaves out the bundles no release of the minor can run: no cluster at
+// it has them installed. 4.11's release needs Kubernetes 1.24; OpenShift 4.10 ships 1.23.
+func TestSimulateAllLeavesOutWhatTheMinorCannotRun(t *testing.T) {
+	const bundle = "aws-efs-csi-driver-operator.v4.11.0"
+	for _, olm := range []string{"v0", "v1"} {
+		var out bytes.Buffer
+		a := &simulate.Simulate{Catalog: "../certified/v4.11", Minor: "4.10", All: true, OLM: olm, Output: "json", Out: &out}
+		if err := a.Run(context.Background()); err != nil {
+			t.Fatalf("%s: %v", olm, err)
+		}
+		var got struct {
+			Paths       []json.RawMessage `json:"paths"`
+			NotRunnable []string          `json:"notRunnable"`
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		// OLM v1 has one start besides the installed bundles: a new ClusterExtension.
+		if fresh := map[string]int{"v0": 0, "v1": 1}[olm]; len(got.Paths) != fresh || !slices.Equal(got.NotRunnable, []string{bundle}) {
+			t.Errorf("%s: %d paths, not runnable %q: want %d, and %s named", olm, len(got.Paths), got.NotRunnable, fresh, bundle)
+		}
+		out.Reset()
+		a = &simulate.Simulate{Catalog: "../certified/v4.11", Minor: "4.11", All: true, OLM: olm, Output: "text", Out: &out}
+		if err := a.Run(context.Background()); err != nil || strings.Contains(out.String(), "Not simulated") || !strings.Contains(out.String(), bundle) {
+			t.Errorf("%s at 4.11: %v\n%s", olm, err, out.String())
+		}
+	}
+	var out bytes.Buffer
+	a := &simulate.Simulate{Catalog: "../certified/v4.11", Minor: "4.10", All: true, Output: "text", Out: &out}
+	if err := a.Run(context.Background()); err != nil || !strings.Contains(out.String(), "Not simulated, as no release of 4.10 can run them (catalog validate says why): "+bundle+"\n") {
+		t.Errorf("text: %v\n%s", err, out.String())
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/csi-olm/csi-olm/catalog/load"
 	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv1"
-	"github.com/csi-olm/csi-olm/internal/exitcode"
 	"github.com/csi-olm/csi-olm/internal/option"
 )
 
@@ -44,7 +43,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 	if modes != 1 {
 		return ErrOneStart
 	}
-	catalog, installedFrom, err := a.minorCatalogs(ctx)
+	catalog, installedFrom, minor, err := a.minorCatalogs(ctx)
 	if err != nil {
 		return err
 	}
@@ -87,7 +86,9 @@ func (a *Simulate) runV1(ctx context.Context) error {
 			return err
 		}
 	case a.All:
-		starts = a.v1AllStarts(r, from, fromIdx, a.InstalledFrom == "")
+		starts = slices.DeleteFunc(a.v1AllStarts(r, from, fromIdx, a.InstalledFrom == ""), func(st v1Start) bool {
+			return st.installed != nil && !a.runsAt(minor, fromIdx, st.pkg, st.installed.Name)
+		})
 	default:
 		st, err := a.v1Start(r, from, fromIdx, fromDir, tc.Arg)
 		if err != nil {
@@ -96,7 +97,7 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		starts = []v1Start{st}
 	}
 	var paths []*olmv1.Path
-	unresolvable := 0
+	bad := UnresolvableError{OLM: "v1"}
 	for i, st := range starts {
 		a.progress(i, len(starts), tc.Arg)
 		req := olmv1.Request{Package: st.pkg, Channels: a.Channels, Version: a.Version, Policy: olmv1.UpgradeConstraintPolicy(a.Policy), Installed: st.installed}
@@ -113,19 +114,14 @@ func (a *Simulate) runV1(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if p.Result == predict.Unresolvable {
-			unresolvable++
-		}
+		bad.tally(p.Result)
 		paths = append(paths, p)
 	}
 	a.progress(len(starts), len(starts), tc.Arg)
 	if err := a.printV1(ctx, r, fromIdx, from, tc.Name, paths); err != nil {
 		return err
 	}
-	if unresolvable > 0 {
-		return exitcode.Found(&UnresolvableError{Unresolvable: unresolvable, Starts: len(paths), OLM: "v1"})
-	}
-	return nil
+	return bad.found()
 }
 
 // v1Options refuses what only OLM v0 reads, and a ClusterExtension spec the API server or

@@ -8,7 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
+
 	"github.com/csi-olm/csi-olm/catalog/validation"
+	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
 
 func run(v *validation.Validate) (string, error) {
@@ -52,12 +57,51 @@ func TestMinorCatalogsHoldWhatTheirClustersRun(t *testing.T) {
 	}
 	for _, want := range []string{
 		"bundle aws-efs-csi-driver-operator.v4.9.0: olm.maxOpenShiftVersion is 4.10, below the v4.11 index it is in",
-		"bundle aws-efs-csi-driver-operator.v4.11.0: minKubeVersion 1.24.0 is newer than OpenShift 4.10's Kubernetes 1.23.0",
+		"bundle aws-efs-csi-driver-operator.v4.11.0: minKubeVersion 1.24.0 is newer than OpenShift 4.10's Kubernetes 1.23: OLM would not install the bundle on any 4.10 release, from the v4.10 index",
 		root + "/v4.12: 1 packages, 4 channels, 1 bundles: 0 errors",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// OpenShift's z-streams move its Kubernetes up patch by patch: a bundle only the first releases
+// of the minor cannot install is a warning naming the first release that can, and only one that
+// needs a later Kubernetes minor is an error.
+func TestMinKubeVersionAgainstTheMinorsReleases(t *testing.T) {
+	root := t.TempDir()
+	cfg, err := synthcatalog.ConfigOf([]synthcatalog.Package{{Name: "z", DefaultChannel: "stable", Channels: map[string][]synthcatalog.Entry{"stable": {
+		{Version: "1.0.0"}, {Version: "1.1.0", Replaces: "1.0.0"}, {Version: "1.2.0", Replaces: "1.1.0"},
+	}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	minKube := map[string]string{"z.v1.0.0": "1.33.5", "z.v1.1.0": "1.33.6", "z.v1.2.0": "1.34.0"}
+	for i := range cfg.Bundles {
+		b := &cfg.Bundles[i]
+		b.Properties = append(b.Properties, property.MustBuildCSVMetadata(operatorsv1alpha1.ClusterServiceVersion{
+			Spec: operatorsv1alpha1.ClusterServiceVersionSpec{MinKubeVersion: minKube[b.Name]},
+		}))
+	}
+	if err := declcfg.WriteFS(*cfg, filepath.Join(root, "v4.20"), declcfg.WriteYAML, ".yaml"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(&validation.Validate{Dir: root})
+	if err == nil {
+		t.Fatalf("a bundle no 4.20 release installs validated:\n%s", out)
+	}
+	for _, want := range []string{
+		"z/catalog.yaml: warning: [openshift] package z, bundle z.v1.1.0: minKubeVersion 1.33.6 is newer than the Kubernetes of OpenShift 4.20's first releases: 4.20.16 (Kubernetes 1.33.8) is the first release known to ship it",
+		"z/catalog.yaml: error: [openshift] package z, bundle z.v1.2.0: minKubeVersion 1.34.0 is newer than OpenShift 4.20's Kubernetes 1.33",
+		"1 errors, 1 warnings",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "z.v1.0.0") {
+		t.Errorf("z.v1.0.0 wants what 4.20's first known release ships, and is reported:\n%s", out)
 	}
 }
 

@@ -177,12 +177,15 @@ func TestCatalogErrorsNameTheFlags(t *testing.T) {
 // TestExitCodes: every verb that reports findings exits 1 on them, and every verb exits 2 when it
 // cannot do its job, so a pipeline can tell a breaking change from a typo. The findings are the
 // committed catalogs read backwards (v4.11 then v4.10: heads lower, bundles gone; a tree whose
-// v4.11 is the certified v4.9), and the synthetic catalog without the one that provides its
-// dependencies.
+// v4.11 is the certified v4.9), the synthetic catalog without the one that provides its
+// dependencies, and a catalog whose edges loop.
 func TestExitCodes(t *testing.T) {
 	const bundle, v410, v411 = "../../bundle/aws-efs-operator/4.11.0", "../../catalog/certified/v4.10", "../../catalog/certified/v4.11"
-	synthetic, deps, tree := t.TempDir(), t.TempDir(), t.TempDir()
+	synthetic, deps, tree, loop := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	if err := synthcatalog.Write(synthetic); err != nil {
+		t.Fatal(err)
+	}
+	if err := synthcatalog.WritePackages(loop, synthcatalog.Loop); err != nil {
 		t.Fatal(err)
 	}
 	if err := synthcatalog.WriteDependencies(deps); err != nil {
@@ -214,7 +217,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"catalog", "diff", "--breaking", v411}, exitcode.Failure},
 		{[]string{"catalog", "simulate", "--all", synthetic, "--with-catalog", deps, "--existing-operator", "x"}, exitcode.Failure},
 		{[]string{"catalog", "simulate", "--all", v411}, exitcode.OK},
-		{[]string{"catalog", "simulate", "--all", synthetic}, exitcode.Findings},
+		// Every start of --all runs, so what it requires is met: only the loop is a finding.
+		{[]string{"catalog", "simulate", "--all", synthetic}, exitcode.OK},
+		{[]string{"catalog", "simulate", "--all", loop}, exitcode.Findings},
+		{[]string{"catalog", "simulate", synthetic, "--installed", synthcatalog.BundleName("synthetic-needs-dependency", "1.1.0")}, exitcode.Findings},
 		{[]string{"catalog", "cluster-upgrade", "../../catalog/certified"}, exitcode.OK},
 		{[]string{"catalog", "cluster-upgrade", tree}, exitcode.Findings},
 		{[]string{"catalog", "cluster-upgrade", v411}, exitcode.Failure},

@@ -88,7 +88,7 @@ type lane struct {
 }
 
 // ResolutionError is OLM saying no: what the Subscription's ResolutionFailed condition carries
-// (reason ConstraintsNotSatisfiable, OLM's message), as opposed to a failure to ask.
+// (its reason and OLM's message), as opposed to a failure to ask.
 type ResolutionError struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
@@ -99,6 +99,11 @@ func (e *ResolutionError) Error() string { return e.Message }
 // ConstraintsNotSatisfiable is the reason OLM gives a ResolutionFailed condition when the
 // solver finds no solution.
 const ConstraintsNotSatisfiable = "ConstraintsNotSatisfiable"
+
+// ErrorPreventedResolution is the reason OLM's catalog operator gives a ResolutionFailed
+// condition when its resolver fails otherwise, on what the namespace and the catalogs hold (a
+// Subscription to a channel its package lacks, say); it then resolves again, to the same end.
+const ErrorPreventedResolution = "ErrorPreventedResolution"
 
 // New builds OLM's resolver over the sources.
 func New(sources ...Source) (*Resolver, error) {
@@ -141,7 +146,7 @@ func SourceKey(name string) cache.SourceKey {
 // Resolve asks OLM what it installs in a namespace holding the installed operators: the new
 // CSVs, each replacing the installed CSV of its Subscription or, for a dependency, installed
 // beside the others. None means OLM keeps what is installed. OLM saying no is a
-// *ResolutionError; any other error is a failure to read the catalogs. The hidden catalogs are
+// *ResolutionError, whatever made it say so; any other error is a failure to read the catalogs. The hidden catalogs are
 // left out, as if the cluster had no such CatalogSource.
 func (r *Resolver) Resolve(installed []Operator, hidden ...string) ([]*cache.Entry, error) {
 	l := <-r.lanes
@@ -173,8 +178,13 @@ func (r *Resolver) Resolve(installed []Operator, hidden ...string) ([]*cache.Ent
 	l.catalogs.setScope(scope, hidden...)
 	ops, err := l.resolver.Resolve([]string{Namespace, CatalogNamespace}, subs)
 	var unsat solver.NotSatisfiable
-	if errors.As(err, &unsat) {
+	switch {
+	case errors.As(err, &unsat):
 		return nil, &ResolutionError{Reason: ConstraintsNotSatisfiable, Message: err.Error()}
+	case err != nil && l.cache.Namespaced(Namespace, CatalogNamespace).Error() == nil:
+		// The catalogs were read: the failure is OLM's answer to what they and the namespace
+		// hold, not a failure to ask.
+		return nil, &ResolutionError{Reason: ErrorPreventedResolution, Message: err.Error()}
 	}
 	return ops, err
 }

@@ -1,8 +1,9 @@
 // Package synthcatalog writes a file-based catalog of small packages whose upgrade graphs are the
 // tricky ones: a skipRange overlapping replaces, a skipped bundle in the middle of a channel, two
-// channels sharing bundles, and upgrades that need a package a second catalog provides. Its bundles embed a minimal CSV that real OLM installs (one
-// Deployment, no APIs, so several can be installed side by side), so the same catalog serves the
-// offline tests of `catalog simulate` and the cross-check against OLM on the test bed.
+// channels sharing bundles, an open-ended skipRange, and upgrades that need a package a second
+// catalog provides. Its bundles embed a minimal CSV that real OLM installs (one Deployment, no
+// APIs, so several can be installed side by side), so the same catalog serves the offline tests
+// of `catalog simulate` and the cross-check against OLM on the test bed.
 package synthcatalog
 
 import (
@@ -93,6 +94,28 @@ var Packages = []Package{
 			{Version: "1.2.0", Replaces: "1.1.0", Requires: "synthetic-dependency >=2.0.0"},
 		}},
 	},
+	{
+		// 1.1.0's skipRange is open-ended, as the field writes them, and so contains 1.1.0
+		// itself: OLM's resolver offers the installed head as its own replacement, and OLM
+		// keeps it.
+		Name: "synthetic-open-skiprange", DefaultChannel: "stable",
+		Channels: map[string][]Entry{"stable": {
+			{Version: "1.0.0"},
+			{Version: "1.1.0", Replaces: "1.0.0", SkipRange: ">=1.0.0"},
+		}},
+	},
+}
+
+// Loop is a package whose skips and skipRanges lead round a circle, which opm accepts (it rejects
+// only a circle of replaces): 1.1.0 replaces 1.0.0, whose skipRange holds 1.1.0, so OLM v0
+// would downgrade to 1.0.0 and upgrade again for good. It is not in Packages: OLM on the test bed
+// would go round it for as long as the cross-check waited.
+var Loop = Package{
+	Name: "synthetic-loop", DefaultChannel: "stable",
+	Channels: map[string][]Entry{"stable": {
+		{Version: "1.0.0", SkipRange: ">=1.1.0 <1.2.0"},
+		{Version: "1.1.0", Replaces: "1.0.0"},
+	}},
 }
 
 // DependencyPackages are the packages of the dependencies' catalog, a second CatalogSource.
@@ -161,6 +184,9 @@ func Write(dir string) error { return write(Packages, dir) }
 
 // WriteDependencies writes the dependencies' catalog into dir.
 func WriteDependencies(dir string) error { return write(DependencyPackages, dir) }
+
+// WritePackages writes a catalog of the packages into dir.
+func WritePackages(dir string, packages ...Package) error { return write(packages, dir) }
 
 func write(packages []Package, dir string) error {
 	cfg, err := ConfigOf(packages)

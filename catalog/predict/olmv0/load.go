@@ -3,7 +3,6 @@ package olmv0
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
@@ -91,7 +90,7 @@ func (l *Catalogs) Index(catalog string) *index.Catalog {
 // catalog. Nil roots serve every package. The Simulator reads the cluster's installed operators
 // from what it serves.
 func (l *Catalogs) Serve(ctx context.Context, roots []string) (*Simulator, error) {
-	s := &Simulator{catalogs: map[string]*loaded{}, memo: map[string]resolution{}}
+	s := &Simulator{catalogs: map[string]*loaded{}, memo: map[string]resolution{}, providers: map[string]meeting{}}
 	var packages map[string]bool
 	if roots != nil {
 		if l.cluster != nil {
@@ -166,14 +165,7 @@ func (s *Simulator) installed(catalogs []*loaded, cluster *predict.Cluster) ([]E
 		}
 	}
 	for _, g := range cluster.APIs {
-		prop := property.MustBuildGVK(g.Group, g.Version, g.Kind)
-		out = append(out, Existing{
-			Operator: olmresolver.Operator{
-				CSV:        strings.ToLower(fmt.Sprintf("provides-%s.%s.%s", g.Kind, g.Version, g.Group)),
-				Properties: []*api.Property{{Type: prop.Type, Value: string(prop.Value)}},
-			},
-			From: "given",
-		})
+		out = append(out, Existing{Operator: apiProvider(g.Group, g.Version, g.Kind), From: "given"})
 	}
 	return out, nil
 }

@@ -62,6 +62,9 @@ type Start struct {
 	// Existing are the other operators installed in the namespace. One of the start's own
 	// package is left out: the start is that package's operator.
 	Existing []Existing `json:"-"`
+	// Running says the start is an install that runs, so what it requires is installed beside
+	// it: each requirement Existing does not meet gets a Provider.
+	Running bool `json:"-"`
 }
 
 // Existing is an operator the namespace already has.
@@ -79,6 +82,8 @@ type Path struct {
 	Channel      string         `json:"channel"`
 	Start        predict.Bundle `json:"start"`
 	Steps        []Step         `json:"steps"`
+	// Providers meet the requirements of a Running start that nothing else installed meets.
+	Providers []Provider `json:"providers,omitempty"`
 	// Dependencies are the operators of other packages OLM installs or upgrades on the way.
 	Dependencies []Dependency `json:"dependencies,omitempty"`
 	// End is the CSV OLM settles on; Head the channel's head.
@@ -87,6 +92,8 @@ type Path struct {
 	Result predict.Result `json:"result"`
 	// Stranded says why OLM stops short of the head without an error.
 	Stranded string `json:"stranded,omitempty"`
+	// Loop is the circle OLM would go round, each CSV once, when Result is Loops.
+	Loop []string `json:"loop,omitempty"`
 	// ResolutionFailed is the condition OLM sets on the Subscription when it cannot resolve.
 	ResolutionFailed *olmresolver.ResolutionError `json:"resolutionFailed,omitempty"`
 	// EndVersion is End's version, to compare where two catalogs leave a start.
@@ -101,8 +108,16 @@ func (p *Path) Why() string {
 		return "OLM cannot resolve the Subscription (ResolutionFailed, " + p.ResolutionFailed.Reason + "): " + p.ResolutionFailed.Message
 	case predict.Stranded:
 		return p.Stranded
+	case predict.Loops:
+		return loopWhy(p.Loop)
 	}
 	return ""
+}
+
+// loopWhy says what OLM does on a circle of upgrades.
+func loopWhy(loop []string) string {
+	return fmt.Sprintf("OLM would upgrade in a circle, %s, and never settle: the channel's edges loop",
+		strings.Join(append(slices.Clone(loop), loop[0]), " -> "))
 }
 
 // Step is one upgrade OLM performs.
@@ -166,6 +181,8 @@ type Simulator struct {
 
 	mu   sync.Mutex
 	memo map[string]resolution
+	// providers are the providers found for running starts' requirements (meetRequirements).
+	providers map[string]meeting
 }
 
 type loaded struct {
@@ -331,16 +348,27 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 			ns = append(ns, newOperator(e.Operator, e.From))
 		}
 	}
-	seen := map[string]bool{}
+	if start.Running {
+		var err error
+		if ns, path.Providers, err = s.meetRequirements(from, target, ns); err != nil {
+			return nil, err
+		}
+	}
+	// seen numbers each state of the namespace the walk reached, and installs names the package's
+	// CSV in each: a state reached again is a circle OLM would go round for good.
+	seen := map[string]int{}
+	var installs []string
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		key := stateKey(ns)
-		if seen[key] {
-			return nil, fmt.Errorf("OLM would install %s again in channel %q of %s: the channel's edges loop", ns[0].CSV, channel, tc.Dir)
+		if at, ok := seen[key]; ok {
+			path.Result, path.Loop = predict.Loops, installs[at:]
+			break
 		}
-		seen[key] = true
+		seen[key] = len(installs)
+		installs = append(installs, ns[0].CSV)
 		res, err := s.resolve(target, ns)
 		if err != nil {
 			return nil, fmt.Errorf("resolving %s from %s in channel %q of %s: %w", pkg, ns[0].CSV, channel, tc.Dir, err)
@@ -349,12 +377,12 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 			path.Result, path.ResolutionFailed = predict.Unresolvable, res.failed
 			break
 		}
-		if len(res.ops) == 0 {
-			break
-		}
 		prev := ns
 		var deps []Dependency
 		ns, deps = apply(ns, res.ops)
+		if stateKey(ns) == key {
+			break
+		}
 		if ns[0].CSV != prev[0].CSV {
 			st := Step{From: prev[0].CSV, To: ns[0].CSV, Version: ns[0].Version.String()}
 			if explain {
@@ -372,7 +400,7 @@ func (s *Simulator) walk(ctx context.Context, target string, start Start, explai
 	end := ns[0]
 	path.End, path.EndVersion = end.CSV, &end.Version
 	switch {
-	case path.Result == predict.Unresolvable:
+	case path.Result == predict.Unresolvable, path.Result == predict.Loops:
 	case path.End == path.Head:
 		path.Result = predict.AtHead
 	default:
@@ -458,8 +486,10 @@ func (s *Simulator) versionsBeside(target string) []string {
 
 // apply installs what OLM resolved, as OLM's step resolver does: a CSV replaces the installed
 // CSV of the Subscription that resolves to it (same package, channel and catalog); any other is
-// a dependency, installed beside the others with a Subscription of its own. The simulated
-// package's operator stays first.
+// a dependency, installed beside the others with a Subscription of its own. A Subscription that
+// resolves to the CSV it has is up to date: the resolver chooses an installed bundle again when
+// its skipRange contains its own version (">=5.0.0"), and OLM then keeps it (ResolveSteps).
+// The simulated package's operator stays first.
 func apply(ns []operator, ops []*cache.Entry) ([]operator, []Dependency) {
 	out := append([]operator(nil), ns...)
 	var deps []Dependency
@@ -473,6 +503,9 @@ func apply(ns []operator, ops []*cache.Entry) ([]operator, []Dependency) {
 			if sub != nil && sub.Package == si.Package && sub.Channel == si.Channel && sub.Catalog == si.Catalog.Name {
 				break
 			}
+		}
+		if i < len(out) && out[i].CSV == op.Name {
+			continue
 		}
 		if i < len(out) {
 			replaced = out[i].CSV

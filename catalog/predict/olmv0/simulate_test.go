@@ -6,11 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/blang/semver/v4"
+	"github.com/operator-framework/operator-registry/alpha/property"
+	"github.com/operator-framework/operator-registry/pkg/api"
+
 	"github.com/csi-olm/csi-olm/catalog/predict"
 	"github.com/csi-olm/csi-olm/catalog/predict/olmv0"
+	"github.com/csi-olm/csi-olm/internal/olmresolver"
 	"github.com/csi-olm/csi-olm/internal/upgrade"
 	"github.com/csi-olm/csi-olm/test/synthcatalog"
 )
@@ -90,6 +96,9 @@ func TestSimulate(t *testing.T) {
 			passed: []string{"synthetic-shared-channels.v1.1.0: further from the head"}},
 		{catalog: "synthetic", start: olmv0.Start{CSV: "synthetic-shared-channels.v1.1.0", Channel: "fast"}, route: "1.1.0 -skipRange-> 2.0.0",
 			passed: []string{"synthetic-shared-channels.v1.2.0: further from the head"}},
+		// An open-ended skipRange holds its own bundle: OLM keeps the head it has.
+		{catalog: "synthetic", start: olmv0.Start{CSV: "synthetic-open-skiprange.v1.0.0"}, route: "1.0.0 -replaces-> 1.1.0"},
+		{catalog: "synthetic", start: olmv0.Start{CSV: "synthetic-open-skiprange.v1.1.0"}, route: "1.1.0"},
 	} {
 		t.Run(tc.catalog+"/"+tc.start.CSV+"/"+tc.start.Channel, func(t *testing.T) {
 			p, err := s.Simulate(context.Background(), tc.catalog, tc.start)
@@ -98,6 +107,9 @@ func TestSimulate(t *testing.T) {
 			}
 			if got := route(p); got != tc.route {
 				t.Errorf("route %q, want %q", got, tc.route)
+			}
+			if want := map[bool]predict.Result{true: predict.Stranded, false: predict.AtHead}[tc.stranded != ""]; p.Result != want {
+				t.Errorf("result %s, want %s", p.Result, want)
 			}
 			if !strings.Contains(p.Stranded, tc.stranded) || (tc.stranded == "") != (p.Stranded == "") {
 				t.Errorf("stranded %q, want %q", p.Stranded, tc.stranded)
@@ -245,5 +257,60 @@ func TestSimulateInstallsDependencies(t *testing.T) {
 	}
 	if p.Result != predict.Unresolvable || p.ResolutionFailed == nil || !strings.Contains(p.ResolutionFailed.Message, needs) {
 		t.Errorf("alone from 1.1.0: result %s, %+v: want OLM's ResolutionFailed naming the dependency", p.Result, p.ResolutionFailed)
+	}
+}
+
+// A circle of skipRange and replaces is a finding about the start, not a failure of the run: OLM
+// would go round it for good.
+func TestSimulateFindsLoops(t *testing.T) {
+	dir := t.TempDir()
+	if err := synthcatalog.WritePackages(dir, synthcatalog.Loop); err != nil {
+		t.Fatal(err)
+	}
+	s := newSimulator(t, dirCatalog("loop", dir))
+	name := func(v string) string { return synthcatalog.BundleName(synthcatalog.Loop.Name, v) }
+	for _, tc := range []struct {
+		start string
+		loop  []string
+	}{
+		{name("1.0.0"), []string{name("1.0.0"), name("1.1.0")}},
+		{name("1.1.0"), []string{name("1.1.0"), name("1.0.0")}},
+	} {
+		p, err := s.Simulate(context.Background(), "loop", olmv0.Start{CSV: tc.start})
+		if err != nil {
+			t.Fatalf("from %s: %v", tc.start, err)
+		}
+		if p.Result != predict.Loops || !slices.Equal(p.Loop, tc.loop) {
+			t.Errorf("from %s: result %s, loop %q: want loops %q", tc.start, p.Result, p.Loop, tc.loop)
+		}
+		if want := strings.Join(append(tc.loop, tc.loop[0]), " -> "); !strings.Contains(p.Why(), want) || !strings.Contains(olmv0.Text([]*olmv0.Path{p}), want) {
+			t.Errorf("from %s: why %q and the text do not show the circle %s", tc.start, p.Why(), want)
+		}
+	}
+}
+
+// A failure of OLM's resolver other than an unsatisfiable solve is OLM's answer too: it sets
+// ResolutionFailed (ErrorPreventedResolution) on the Subscriptions, and the start is a finding,
+// not a failure to simulate. Here two installed CSVs share a name, one of them subscribed.
+func TestSimulateReportsErrorPreventedResolution(t *testing.T) {
+	s := newSimulator(t, synthetic(t))
+	v := semver.MustParse("1.0.0")
+	installed := func(pkg string, sub bool) olmv0.Existing {
+		prop := property.MustBuildPackage(pkg, v.String())
+		e := olmv0.Existing{From: "cluster", Operator: olmresolver.Operator{
+			CSV: "twin.v1.0.0", Version: v, Properties: []*api.Property{{Type: prop.Type, Value: string(prop.Value)}},
+		}}
+		if sub {
+			e.Subscription = &olmresolver.Subscription{Name: pkg, Package: pkg, Channel: "stable", Catalog: "synthetic"}
+		}
+		return e
+	}
+	p, err := s.Simulate(context.Background(), "synthetic", olmv0.Start{CSV: "synthetic-skiprange-overlap.v1.0.0",
+		Existing: []olmv0.Existing{installed("synthetic-shared-channels", true), installed("synthetic-skipped-middle", false)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Result != predict.Unresolvable || p.ResolutionFailed == nil || p.ResolutionFailed.Reason != olmresolver.ErrorPreventedResolution || !strings.Contains(p.ResolutionFailed.Message, "multiple name matches") {
+		t.Errorf("result %s, %+v: want OLM's ErrorPreventedResolution", p.Result, p.ResolutionFailed)
 	}
 }

@@ -23,6 +23,9 @@ func Text(paths []*Path) string {
 		}
 		b.WriteString(title + "\n")
 		fmt.Fprintf(&b, "  installed  %s (%s, from %s)\n", p.Start.Name, p.Start.Version, p.Start.Catalog)
+		for _, pr := range p.Providers {
+			fmt.Fprintf(&b, "  beside it  %s\n", pr)
+		}
 		shown := map[string]bool{}
 		for n, st := range p.Steps {
 			fmt.Fprintf(&b, "  %d. %s (%s) by %s\n", n+1, st.To, st.Version, st.By())
@@ -51,6 +54,8 @@ func Text(paths []*Path) string {
 			fmt.Fprintf(&b, "  OLM stops at %s, short of the head %s: %s.\n", p.End, p.Head, p.Stranded)
 		case predict.Unresolvable:
 			fmt.Fprintf(&b, "  OLM cannot resolve the Subscription on %s: ResolutionFailed (%s): %s\n", p.End, p.ResolutionFailed.Reason, p.ResolutionFailed.Message)
+		case predict.Loops:
+			fmt.Fprintf(&b, "  %s.\n", p.Why())
 		}
 	}
 	return b.String()

@@ -48,6 +48,9 @@ type Path struct {
 	Result        predict.Result `json:"result"`
 	// Stranded says why operator-controller stops short of Latest without an error.
 	Stranded string `json:"stranded,omitempty"`
+	// Loop is the circle operator-controller would go round, each bundle once, when Result is
+	// Loops.
+	Loop []string `json:"loop,omitempty"`
 	// Progressing is operator-controller's error when it cannot resolve: the message of the
 	// ClusterExtension's Progressing condition (reason Retrying), with End still installed.
 	Progressing string `json:"progressing,omitempty"`
@@ -68,6 +71,9 @@ func (p *Path) Why() string {
 		return "operator-controller cannot resolve the ClusterExtension (Progressing, Retrying): " + p.Progressing
 	case predict.Stranded:
 		return p.Stranded
+	case predict.Loops:
+		return fmt.Sprintf("operator-controller would roll out in a circle, %s, and never settle: the catalogs' upgrade edges loop",
+			strings.Join(append(slices.Clone(p.Loop), p.Loop[0]), " -> "))
 	}
 	return ""
 }
@@ -114,8 +120,9 @@ type Passed struct {
 // Walk predicts every reconcile of a ClusterExtension from req: Resolve, the chosen bundle
 // installed, again, until operator-controller resolves to what is installed or fails.
 // installedFrom names the catalog req.Installed came from, for the report. An error is a spec
-// the API server refuses (*SpecError), an upgrade loop, or a cancelled context; operator-
-// controller failing to resolve is a path whose Result is Unresolvable.
+// the API server refuses (*SpecError) or a cancelled context; operator-controller failing to
+// resolve is a path whose Result is Unresolvable, and a circle of upgrades one whose Result is
+// Loops.
 func (r *Resolver) Walk(ctx context.Context, req Request, installedFrom string) (*Path, error) {
 	policy := req.Policy
 	if policy == "" {
@@ -135,10 +142,13 @@ func (r *Resolver) Walk(ctx context.Context, req Request, installedFrom string) 
 		path.Latest, path.LatestVersion = c.Name, c.Version
 	}
 	installed := req.Installed
-	seen := map[Installed]bool{}
+	// seen numbers the bundles rolled out, in order: one rolled out again closes a circle.
+	seen := map[Installed]int{}
+	var rolled []string
 	if installed != nil {
 		path.Start = &predict.Bundle{Name: installed.Name, Version: installed.Version, Catalog: installedFrom}
-		seen[*installed] = true
+		seen[*installed] = 0
+		rolled = append(rolled, installed.Name)
 	}
 	var last *resolution
 	for {
@@ -161,10 +171,12 @@ func (r *Resolver) Walk(ctx context.Context, req Request, installedFrom string) 
 		if installed != nil && *installed == next {
 			break
 		}
-		if seen[next] {
-			return nil, fmt.Errorf("operator-controller would roll out %s again for package %q: the catalogs' upgrade edges loop", next.Name, req.Package)
+		if at, ok := seen[next]; ok {
+			path.Result, path.Loop = predict.Loops, rolled[at:]
+			break
 		}
-		seen[next] = true
+		seen[next] = len(rolled)
+		rolled = append(rolled, next.Name)
 		path.Steps = append(path.Steps, res.step(installed))
 		installed = &next
 	}
@@ -175,7 +187,7 @@ func (r *Resolver) Walk(ctx context.Context, req Request, installedFrom string) 
 		}
 	}
 	switch {
-	case path.Result == predict.Unresolvable:
+	case path.Result == predict.Unresolvable, path.Result == predict.Loops:
 	case path.End == path.Latest:
 		path.Result = predict.AtHead
 	default:
@@ -367,6 +379,8 @@ func Text(paths []*Path) string {
 			fmt.Fprintf(&b, "  operator-controller settles on %s, the latest.\n", p.End)
 		case predict.Stranded:
 			fmt.Fprintf(&b, "  operator-controller stops at %s, short of the latest %s: %s.\n", p.End, orNothing(p.Latest), p.Stranded)
+		case predict.Loops:
+			fmt.Fprintf(&b, "  %s.\n", p.Why())
 		case predict.Unresolvable:
 			if p.Refused != "" {
 				fmt.Fprintf(&b, "  %s\n", p.Refused)
