@@ -191,6 +191,9 @@ func runMigrateCase(ctx context.Context, t *testing.T, s *testbed.Stack, users m
 	if tc.Before != nil {
 		restoreSpecAfter(ctx, t, c, tc.Before)
 		editObject(ctx, t, c, tc.Before)
+		if tc.Before.Kind == "Subscription" {
+			must(t, olmTookIn(ctx, c, tc.Before))
+		}
 	}
 	before := snapshot(ctx, t, c)
 	out := &onProgress{}
@@ -330,6 +333,51 @@ func editObject(ctx context.Context, t *testing.T, c client.Client, e *objectPat
 	merge, err := json.Marshal(e.Merge)
 	must(t, err)
 	must(t, c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, merge), client.FieldOwner("kubectl-edit")))
+}
+
+// olmTookIn returns once every resolution OLM makes of the Subscription's namespace reads the
+// Subscription as edited. A resolution reads the namespace's Subscriptions twice, once for the
+// approval of the InstallPlan it may create (syncResolvingNamespace) and once to resolve
+// (ResolveSteps): one that began before an edit and resolved after the verb's switch planned the
+// upgrade with the approval it read first, Automatic, though the case had set Manual. OLM
+// resolves a namespace one resolution at a time, so once a resolution that began after the edit
+// has ended, every later one reads it. What shows such a resolution is what OLM writes: a
+// channel the package lacks makes it set ResolutionFailed, naming the channel; the channel put
+// back makes the next resolution, which began after that one ended, remove the condition.
+func olmTookIn(ctx context.Context, c client.Client, edited *objectPatch) error {
+	ctx, cancel := progress.WithStall(ctx, flowStall)
+	defer cancel()
+	const barrier = "csi-olm-test-barrier"
+	var sub operatorsv1alpha1.Subscription
+	key := client.ObjectKey{Namespace: edited.Namespace, Name: edited.Name}
+	if err := c.Get(ctx, key, &sub); err != nil {
+		return err
+	}
+	channel := sub.Spec.Channel
+	setChannel := func(ch string) error {
+		patch := fmt.Appendf(nil, `{"spec":{"channel":%q}}`, ch)
+		return c.Patch(ctx, &sub, client.RawPatch(types.MergePatchType, patch), client.FieldOwner("csi-olm-test"))
+	}
+	failed := func(s *operatorsv1alpha1.Subscription) *operatorsv1alpha1.SubscriptionCondition {
+		cond := s.Status.GetCondition(operatorsv1alpha1.SubscriptionResolutionFailed)
+		return &cond
+	}
+	if err := setChannel(barrier); err != nil {
+		return err
+	}
+	if _, err := testbed.WaitForSubscription(ctx, c, key.Namespace, key.Name, "ResolutionFailed for channel "+barrier, func(s *operatorsv1alpha1.Subscription) bool {
+		cond := failed(s)
+		return cond.Status == corev1.ConditionTrue && strings.Contains(cond.Message, barrier)
+	}); err != nil {
+		return err
+	}
+	if err := setChannel(channel); err != nil {
+		return err
+	}
+	_, err := testbed.WaitForSubscription(ctx, c, key.Namespace, key.Name, "no ResolutionFailed on channel "+channel, func(s *operatorsv1alpha1.Subscription) bool {
+		return s.Spec.Channel == channel && failed(s).Status != corev1.ConditionTrue
+	})
+	return err
 }
 
 // resetCase puts the shared test bed back after a case: it deletes the journals the run left and
