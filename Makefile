@@ -124,6 +124,15 @@ RACE_FIRST := ./sharedvolume/controller
 GO_TEST := $(GO) test -ldflags=-w -vet=off
 RACE_TEST := CGO_ENABLED=1 GOFLAGS='$(filter-out -trimpath,$(GOFLAGS))' $(GO_TEST) -race
 
+# The operator's race-instrumented test binary, linked once: `go test` links a test binary again
+# for every run, and the listing, the campaigns and the two shards were four links of 19 CPU s
+# each (224 MB), while `go test -c` takes the binary from Go's cache when nothing changed. Each
+# run goes through test2json, as `go test -json` does, in the package's directory, where go test
+# runs a package's tests.
+OPERATOR_RACE_BIN := $(BIN)/operator-race.test
+run_operator_race = $(TOOL_ENV) env -C operator $(GO) tool test2json -t -p github.com/csi-olm/csi-olm/operator \
+	$(abspath $(OPERATOR_RACE_BIN)) -test.v=test2json -test.paniconexit0 -test.count=1 -test.timeout=$(TEST_BACKSTOP) -test.run $(1)
+
 # The operator's packages compiled as its image carries it (static, -trimpath), once: the
 # operator tests run that binary and the release tests put it in an image, each building it with
 # `go build` from Go's cache (testutil.BuildBinary); two test processes starting those builds at
@@ -133,8 +142,8 @@ COMPILE_STATIC_OPERATOR = $(GO) build -o /dev/null ./cmd/aws-efs-csi-driver-oper
 .PHONY: test
 # -count=1: a test's result is never taken from Go's cache, which does not know the tools the
 # tests run. The operator package, the long pole, runs in 1 + OPERATOR_SHARDS processes side by
-# side, its campaigns and the shards of its other tests (compiled once first, by the listing, so
-# that they do not each compile it); all mostly wait on their own clusters.
+# side, its campaigns and the shards of its other tests, one test binary built and linked once
+# first (OPERATOR_RACE_BIN) and listed; all mostly wait on their own clusters.
 # The image packages', the sequential packages' and the field tests run without the race detector
 # (NO_RACE_PACKAGES, FIELD_TESTS), beside the rest: alone after it, they would leave a core idle
 # for minutes.
@@ -142,12 +151,13 @@ COMPILE_STATIC_OPERATOR = $(GO) build -o /dev/null ./cmd/aws-efs-csi-driver-oper
 test: $(TESTLEDGER) ## Run the tests (unit, golden, real-opm, real-registry and real-apiserver tests, the short campaigns) with the race detector
 	@$(MAKE) --no-print-directory -j2 test-tools image-builder
 	rm -f $(LEDGER_DIR)/test-*.jsonl
-	$(call beside,$(COMPILE_STATIC_OPERATOR),$(RACE_TEST) -list . ./operator/ | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
+	$(call beside,$(COMPILE_STATIC_OPERATOR),$(RACE_TEST) -c -o $(OPERATOR_RACE_BIN) ./operator/ && \
+		env -C operator $(abspath $(OPERATOR_RACE_BIN)) -test.list . | grep '^Test' | grep -Ev '$(OPERATOR_CAMPAIGNS)' >$(OPERATOR_TESTS))
 	$(call beside,($(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout $(TEST_BACKSTOP) $(NO_RACE_PACKAGES) $(call ledger,test-norace) && \
 		$(TOOL_ENV) $(GO_TEST) -json -count=1 -timeout $(TEST_BACKSTOP) -run '$(FIELD_TESTS)' ./catalog/diff ./catalog/simulate $(call ledger,test-field)),\
-		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout $(TEST_BACKSTOP) -run '$(OPERATOR_CAMPAIGNS)' ./operator/ $(call ledger,test-campaigns),\
-		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout $(TEST_BACKSTOP) -run $(call operator_shard,0) ./operator/ $(call ledger,test-operator-0),\
-		($(call beside,$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout $(TEST_BACKSTOP) -run $(call operator_shard,1) ./operator/ $(call ledger,test-operator-1),\
+		($(call beside,$(call run_operator_race,'$(OPERATOR_CAMPAIGNS)') $(call ledger,test-campaigns),\
+		($(call beside,$(call run_operator_race,$(call operator_shard,0)) $(call ledger,test-operator-0),\
+		($(call beside,$(call run_operator_race,$(call operator_shard,1)) $(call ledger,test-operator-1),\
 		$(TOOL_ENV) $(RACE_TEST) -json -count=1 -timeout $(TEST_BACKSTOP) -skip '$(FIELD_TESTS)' \
 		$$($(GO) list $(RACE_FIRST) ./... | grep -v -e /test/e2e -e /operator$$ $(foreach p,$(NO_RACE_PACKAGES),-e $(patsubst ./%,/csi-olm/csi-olm/%,$(p))$$)) \
 		$(call ledger,test-race))))))))

@@ -18,8 +18,9 @@ import (
 )
 
 // Provider is what meets a requirement of a running install: a bundle of the catalog the install
-// came from, installed as OLM installs a dependency, or, when that catalog has none, an operator
-// from another CatalogSource (Catalog is AnotherCatalog) that provides just what is required.
+// came from or of one served beside it, installed as OLM installs a dependency, or, when none has
+// one, an operator from another CatalogSource (Catalog is AnotherCatalog) that provides just what
+// is required.
 type Provider struct {
 	// Requirement is what is required, in OLM's words.
 	Requirement string `json:"requirement"`
