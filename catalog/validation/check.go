@@ -193,7 +193,7 @@ func (idx *catalogIndex) channelGraph(p *index.Package, ch *index.Channel, commu
 			case community != nil:
 				problems = append(problems, idx.channelProblem(ch, Error, "graph", e.Name, "upgrades from %q, which is no bundle of package %s here or in the community catalog", t, p.Name))
 			default:
-				problems = append(problems, idx.channelProblem(ch, Warning, "graph", e.Name, "upgrades from %q, which is not in this catalog (validate it together with the community catalog to check the edge)", t))
+				problems = append(problems, idx.channelProblem(ch, Warning, "graph", e.Name, "upgrades from %q, which is not in this catalog: installs of it from an earlier catalog still upgrade (a pruned tail); if another catalog has it, validate with that one (--community) to check the edge", t))
 			}
 		}
 	}

@@ -235,7 +235,7 @@ entries:
 		{
 			name: "replaces pointing nowhere",
 			edit: replace("    replaces: demo.v1.0.0\n", "    replaces: demo.v1.0.0\n    skips: [demo.v0.5.0]\n"),
-			want: []want{{validation.Warning, "demo/catalog.yaml", `bundle demo.v1.1.0: upgrades from "demo.v0.5.0", which is not in this catalog`}},
+			want: []want{{validation.Warning, "demo/catalog.yaml", `bundle demo.v1.1.0: upgrades from "demo.v0.5.0", which is not in this catalog: installs of it from an earlier catalog still upgrade (a pruned tail)`}},
 		},
 		{
 			name:      "replaces pointing nowhere, across catalogs",
