@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -34,6 +35,11 @@ const (
 	// and skipRanges rather than replaces.
 	Loops Result = "loops"
 )
+
+// Circle writes a loop of bundles round to its first again: "a -> b -> a".
+func Circle(loop []string) string {
+	return strings.Join(append(slices.Clone(loop), loop[0]), " -> ")
+}
 
 // Bundle is a bundle and the catalog it comes from.
 type Bundle struct {

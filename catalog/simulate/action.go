@@ -79,10 +79,11 @@ type Simulate struct {
 // runsAt says whether some release of minor m, when the minor is known, can run the bundle of
 // the catalog idx; it records the bundles it says no to.
 func (a *Simulate) runsAt(m *openshift.Minor, idx *index.Catalog, pkg, bundle string) bool {
-	if m == nil || idx == nil || idx.Package(pkg) == nil || idx.Package(pkg).Bundles[bundle] == nil {
+	if m == nil || idx == nil {
 		return true
 	}
-	if index.Limits(idx.Package(pkg).Bundles[bundle].Decl).RunsAt(*m) {
+	p := idx.Package(pkg)
+	if p == nil || p.Bundles[bundle] == nil || index.Limits(p.Bundles[bundle].Decl).RunsAt(*m) {
 		return true
 	}
 	a.notRunnableAt = *m

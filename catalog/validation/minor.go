@@ -13,7 +13,8 @@ import (
 
 // minorProblems checks that each bundle of the index of an OpenShift minor runs on a cluster at
 // that minor: OLM refuses to install a CSV whose minKubeVersion is newer than the cluster's
-// Kubernetes, patch included (openshift.FitKube), and reports a cluster not upgradeable while a CSV's olm.maxOpenShiftVersion is
+// Kubernetes, patch included (openshift.FitKube), and reports a cluster not upgradeable while a
+// CSV's olm.maxOpenShiftVersion is
 // below the next minor, or cannot be read (index.Limits).
 func (idx *catalogIndex) minorProblems(m openshift.Minor) []Problem {
 	var problems []Problem

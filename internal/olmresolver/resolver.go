@@ -101,8 +101,8 @@ func (e *ResolutionError) Error() string { return e.Message }
 const ConstraintsNotSatisfiable = "ConstraintsNotSatisfiable"
 
 // ErrorPreventedResolution is the reason OLM's catalog operator gives a ResolutionFailed
-// condition when its resolver fails otherwise, on what the namespace and the catalogs hold (a
-// Subscription to a channel its package lacks, say); it then resolves again, to the same end.
+// condition when its resolver fails otherwise, on what the namespace and the catalogs hold (two
+// installed CSVs of one name, say); it then resolves again, to the same end.
 const ErrorPreventedResolution = "ErrorPreventedResolution"
 
 // New builds OLM's resolver over the sources.
@@ -146,8 +146,8 @@ func SourceKey(name string) cache.SourceKey {
 // Resolve asks OLM what it installs in a namespace holding the installed operators: the new
 // CSVs, each replacing the installed CSV of its Subscription or, for a dependency, installed
 // beside the others. None means OLM keeps what is installed. OLM saying no is a
-// *ResolutionError, whatever made it say so; any other error is a failure to read the catalogs. The hidden catalogs are
-// left out, as if the cluster had no such CatalogSource.
+// *ResolutionError, whatever made it say so; any other error is a failure to read the catalogs.
+// The hidden catalogs are left out, as if the cluster had no such CatalogSource.
 func (r *Resolver) Resolve(installed []Operator, hidden ...string) ([]*cache.Entry, error) {
 	l := <-r.lanes
 	defer func() { r.lanes <- l }()

@@ -7,8 +7,6 @@ import (
 	"github.com/blang/semver/v4"
 	"github.com/operator-framework/operator-lifecycle-manager/pkg/controller/registry/resolver/cache"
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
-	"github.com/operator-framework/operator-registry/alpha/property"
-	"github.com/operator-framework/operator-registry/pkg/api"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/catalog/load"
@@ -157,11 +155,7 @@ func (s *Simulator) installed(catalogs []*loaded, cluster *predict.Cluster) ([]E
 			}
 		}
 		if !found {
-			prop := property.MustBuildPackage(p.Name, p.Version.String())
-			out = append(out, Existing{
-				Operator: olmresolver.Operator{CSV: p.Name + ".v" + p.Version.String(), Version: p.Version, Properties: []*api.Property{{Type: prop.Type, Value: string(prop.Value)}}},
-				From:     "given",
-			})
+			out = append(out, Existing{Operator: packageProvider(p.Name, p.Version), From: "given"})
 		}
 	}
 	for _, g := range cluster.APIs {

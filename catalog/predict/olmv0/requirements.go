@@ -79,12 +79,7 @@ func requirements(props []*api.Property) []requirement {
 				matches: cache.And(cache.PkgPredicate(r.PackageName), cache.VersionInRangePredicate(rng, r.VersionRange)),
 				provider: func() (olmresolver.Operator, bool) {
 					v, ok := versionIn(rng, r.VersionRange)
-					if !ok {
-						return olmresolver.Operator{}, false
-					}
-					prop := property.MustBuildPackage(r.PackageName, v.String())
-					return olmresolver.Operator{CSV: r.PackageName + ".v" + v.String(), Version: v,
-						Properties: []*api.Property{{Type: prop.Type, Value: string(prop.Value)}}}, true
+					return packageProvider(r.PackageName, v), ok
 				},
 			})
 		}
@@ -99,6 +94,13 @@ func apiProvider(group, version, kind string) olmresolver.Operator {
 		CSV:        strings.ToLower(fmt.Sprintf("provides-%s.%s.%s", kind, version, group)),
 		Properties: []*api.Property{{Type: prop.Type, Value: string(prop.Value)}},
 	}
+}
+
+// packageProvider is an installed operator of a package at a version, with nothing else known
+// of it.
+func packageProvider(pkg string, v semver.Version) olmresolver.Operator {
+	prop := property.MustBuildPackage(pkg, v.String())
+	return olmresolver.Operator{CSV: pkg + ".v" + v.String(), Version: v, Properties: []*api.Property{{Type: prop.Type, Value: string(prop.Value)}}}
 }
 
 var versionLiteral = regexp.MustCompile(`\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?`)

@@ -117,7 +117,7 @@ func (p *Path) Why() string {
 // loopWhy says what OLM does on a circle of upgrades.
 func loopWhy(loop []string) string {
 	return fmt.Sprintf("OLM would upgrade in a circle, %s, and never settle: the channel's edges loop",
-		strings.Join(append(slices.Clone(loop), loop[0]), " -> "))
+		predict.Circle(loop))
 }
 
 // Step is one upgrade OLM performs.

@@ -73,7 +73,7 @@ func (p *Path) Why() string {
 		return p.Stranded
 	case predict.Loops:
 		return fmt.Sprintf("operator-controller would roll out in a circle, %s, and never settle: the catalogs' upgrade edges loop",
-			strings.Join(append(slices.Clone(p.Loop), p.Loop[0]), " -> "))
+			predict.Circle(p.Loop))
 	}
 	return ""
 }
