@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/controller"
@@ -36,7 +37,10 @@ func newManaged(t *testing.T, level testbed.Level) (*harness, context.Context) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, level, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
 	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The tests that start here wait on many steps in turn: a stall window, not a deadline for
+	// them all, which a clean clone's busy machine outlasted
+	// (TestRemovalFenceRefusesNewUsesOnlyWhileRemoving).
+	ctx, cancel := progress.WithStall(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	for _, obj := range manualModeOperands() { // no CredentialsRequest in Manual mode
