@@ -98,7 +98,7 @@ func publish(tb testing.TB, s *testbed.Stack) *published {
 	// The node runs the amd64 operator. The arm64 one is packed but never run here, so a small
 	// arm64 program stands in for it, as in TestRelease: a release reads only a binary's
 	// platform. Cross-compiling the operator took minutes at the head of the real-node flows;
-	// `make e2e` builds it beside them instead, with `make operator-binaries`, as a release does.
+	// test/layout shows its code is the same on every platform a release ships.
 	binaries := []string{
 		testutil.BuildStatic(tb, "github.com/csi-olm/csi-olm/cmd/aws-efs-csi-driver-operator", "amd64"),
 		testutil.BuildStatic(tb, "github.com/csi-olm/csi-olm/test/e2e/netprobe", "arm64"),

@@ -215,8 +215,17 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 		return nil, 0, err
 	}
 	defer w.Stop()
-	rec := &recorder{}
+	// The Subscription too is followed by a watch, not read at every poll: the lanes' reads were
+	// a third of the API server's requests, and more the slower the machine.
+	var subs operatorsv1alpha1.SubscriptionList
+	sw, err := watcher.Watch(ctx, &subs, client.InNamespace(ns))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer sw.Stop()
+	rec := &recorder{changed: make(chan struct{}, 1)}
 	go rec.follow(ctx, w)
+	go rec.followSubscription(sw, c.start.Package)
 
 	approval := operatorsv1alpha1.ApprovalAutomatic
 	if c.switched {
@@ -245,10 +254,10 @@ func (c crossCheck) run(ctx context.Context, f *olmFixture, watcher client.WithW
 		if err != nil {
 			return nil, 0, err
 		}
-		err = waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, func() error { return approveNew(ctx, kc, ns, stale) })
+		err = waitForPath(ctx, ns, c.start.Package, want, deps, rec, func() error { return approveNew(ctx, kc, ns, stale) })
 		return want, rec.transientCount(), err
 	}
-	err = waitForPath(ctx, kc, ns, c.start.Package, want, deps, rec, nil)
+	err = waitForPath(ctx, ns, c.start.Package, want, deps, rec, nil)
 	return want, rec.transientCount(), err
 }
 
@@ -396,41 +405,44 @@ func (c crossCheck) fromClusterAgrees(ctx context.Context, s *testbed.Stack, ns 
 // waitForPath waits until OLM has installed want, in order, and the dependencies deps, and
 // settled on want's last CSV; it fails as soon as OLM installs a CSV off the predicted path or a
 // dependency not predicted, and when OLM does nothing new for ctx's stall window. each, when
-// set, runs at every poll.
+// set, runs when the Subscription changes (OLM records a new InstallPlan on it) and every few
+// seconds besides.
 //
 // A resolution that failed on OLM's own transient state is no verdict: OLM resolved the next step
 // while the CSV the last step replaced was still there, which makes that CSV one "not referenced
 // by a subscription", and retries at its next wake-up. The wait goes on, and the state is logged.
-func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want, deps []string, rec *recorder, each func() error) error {
+func waitForPath(ctx context.Context, ns, pkg string, want, deps []string, rec *recorder, each func() error) error {
 	end := want[len(want)-1]
-	var settledSince time.Time
-	var sub operatorsv1alpha1.Subscription
-	var getErr error
+	var settledSince, eachRan time.Time
 	seenRevision, seenTransient := "", ""
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for {
-		if each != nil {
-			if err := each(); err != nil {
-				return err
-			}
-		}
 		got := rec.names()
+		sub := rec.subscription()
 		// A dependency goes in with the step that needs it, in one InstallPlan: its order among
 		// that plan's CSVs is OLM's to pick.
 		own := slices.DeleteFunc(slices.Clone(got), func(csv string) bool { return slices.Contains(deps, csv) })
 		if len(own) > len(want) || !slices.Equal(own, want[:len(own)]) {
 			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v", got, want, deps)
 		}
-		getErr = kc.Get(ctx, client.ObjectKey{Namespace: ns, Name: pkg}, &sub)
-		if getErr == nil && sub.ResourceVersion != seenRevision {
+		changed := sub != nil && sub.ResourceVersion != seenRevision
+		if changed {
 			seenRevision = sub.ResourceVersion
 			progress.Advance(ctx, "Subscription "+ns+"/"+pkg+" at revision "+seenRevision)
 		}
-		if csv := replacedNotYetGone(&sub, own); csv != "" && csv != seenTransient {
+		if each != nil && (changed || time.Since(eachRan) >= settle) {
+			if err := each(); err != nil {
+				return err
+			}
+			eachRan = time.Now()
+		}
+		if csv := replacedNotYetGone(sub, own); csv != "" && csv != seenTransient {
 			seenTransient = csv
 			progress.Advance(ctx, "OLM's transient state: its resolution met "+csv+", which the last step replaced, not deleted yet; OLM retries at its next wake-up")
 			rec.noteTransient()
 		}
-		atEnd := getErr == nil && len(own) == len(want) && olm.AtLatestKnown(end)(&sub) && rec.succeeded(end) &&
+		atEnd := sub != nil && len(own) == len(want) && olm.AtLatestKnown(end)(sub) && rec.succeeded(end) &&
 			!slices.ContainsFunc(deps, func(csv string) bool { return !rec.succeeded(csv) })
 		switch {
 		case !atEnd:
@@ -442,8 +454,14 @@ func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want, de
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v: %w\n%s", got, want, deps, progress.Cause(ctx), olm.DescribeSubscription(&sub, getErr))
-		case <-time.After(200 * time.Millisecond):
+			var getErr error
+			if sub == nil {
+				getErr = fmt.Errorf("no event of Subscription %s/%s yet", ns, pkg)
+				sub = &operatorsv1alpha1.Subscription{}
+			}
+			return fmt.Errorf("OLM installed %v, simulate predicted %v with dependencies %v: %w\n%s", got, want, deps, progress.Cause(ctx), olm.DescribeSubscription(sub, getErr))
+		case <-rec.changed:
+		case <-tick.C:
 		}
 	}
 }
@@ -453,6 +471,9 @@ func waitForPath(ctx context.Context, kc client.Client, ns, pkg string, want, de
 // transient state between a CSV succeeding and the one it replaced being deleted. It is "" for
 // any other state.
 func replacedNotYetGone(sub *operatorsv1alpha1.Subscription, own []string) string {
+	if sub == nil {
+		return ""
+	}
 	cond := sub.Status.GetCondition(operatorsv1alpha1.SubscriptionResolutionFailed)
 	if cond.Status != corev1.ConditionTrue || len(own) < 2 {
 		return ""
@@ -472,6 +493,9 @@ type recorder struct {
 	order      []string
 	phases     map[string]operatorsv1alpha1.ClusterServiceVersionPhase
 	transients int
+	sub        *operatorsv1alpha1.Subscription
+	// changed wakes waitForPath at every event.
+	changed chan struct{}
 }
 
 // follow records w's events, each a step of ctx's progress: a CSV created, a new phase, a CSV
@@ -491,8 +515,40 @@ func (r *recorder) follow(ctx context.Context, w watch.Interface) {
 		}
 		r.phases[csv.Name] = csv.Status.Phase
 		r.mu.Unlock()
+		r.wake()
 		progress.Advance(ctx, fmt.Sprintf("CSV %s %s, phase %q", csv.Name, strings.ToLower(string(ev.Type)), csv.Status.Phase))
 	}
+}
+
+// followSubscription keeps the last state w gives of the Subscription name.
+func (r *recorder) followSubscription(w watch.Interface, name string) {
+	for ev := range w.ResultChan() {
+		sub, ok := ev.Object.(*operatorsv1alpha1.Subscription)
+		if !ok || sub.Name != name || ev.Type == watch.Deleted {
+			continue
+		}
+		r.mu.Lock()
+		r.sub = sub
+		r.mu.Unlock()
+		r.wake()
+	}
+}
+
+func (r *recorder) wake() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// subscription is the Subscription's last state, nil before its first event.
+func (r *recorder) subscription() *operatorsv1alpha1.Subscription {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sub == nil {
+		return nil
+	}
+	return r.sub.DeepCopy()
 }
 
 // noteTransient counts a transient state of OLM the check waited through.
