@@ -18,6 +18,7 @@ import (
 
 	"github.com/csi-olm/csi-olm/bundle/drivers/communityefs/communityefscrd"
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -54,7 +55,7 @@ func seedSharedVolume(ctx context.Context, t *testing.T, h *harness, namespace, 
 func TestAdoptsTheCommunityDriverInPlace(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), 3*time.Minute)
 	defer cancel()
 	community := seedCommunityInstall(ctx, t, h)
 	pv, pvc := seedSharedVolume(ctx, t, h, "app", "data")
@@ -172,7 +173,7 @@ func TestNeverTwoNodePlugins(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			ctx, cancel := progress.WithStall(context.Background(), 3*time.Minute)
 			defer cancel()
 			other := tc.seed(ctx, t, h)
 			h.runOperator()

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
 	"github.com/csi-olm/csi-olm/testbed"
@@ -44,7 +45,7 @@ func BenchmarkCRToOperands(b *testing.B) {
 	fixture.SetOperatorEnv(b)
 	h := newHarness(b, testbed.APIServer, testbed.OpenShiftOptions{})
 	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), 10*time.Minute)
 	defer cancel()
 	var seconds []float64
 	for i := 0; i < b.N; i++ {
@@ -122,7 +123,7 @@ func createUnrelated(ctx context.Context, b *testing.B, config *rest.Config, n i
 func BenchmarkOperatorRSSWithUnrelatedObjects(b *testing.B) {
 	bin := buildOperator(b)
 	h := newHarness(b, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), 20*time.Minute)
 	defer cancel()
 	proc := h.startOperatorAsAdmin(bin)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)

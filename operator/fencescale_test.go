@@ -278,7 +278,7 @@ func BenchmarkRemovalAtScale(b *testing.B) {
 		b.Run(fmt.Sprintf("claims=%d", layout.claims), func(b *testing.B) {
 			bin := buildOperator(b)
 			h := newHarness(b, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+			ctx, cancel := progress.WithStall(context.Background(), 30*time.Minute)
 			defer cancel()
 			layout.create(ctx, b, h.stack.Config)
 			app := layout.namespace(0)

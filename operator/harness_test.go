@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator/fencecrd"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/test/testutil"
@@ -39,7 +40,7 @@ type harness struct {
 func newHarness(t testing.TB, level testbed.Level, opts testbed.OpenShiftOptions) *harness {
 	t.Helper()
 	s := testutil.StartTestBed(t, level)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.InstallOpenShift(ctx, opts); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -319,7 +320,7 @@ func newManualModeWithRoles(t *testing.T, env ...string) (*harness, context.Cont
 	}
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
 	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	return h, ctx

@@ -53,7 +53,7 @@ func TestNoCRDeploysNothingAndAlerts(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
 	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), time.Minute)
 	defer cancel()
 
 	rule := unstructuredOf(schema.GroupVersionKind{Group: "monitoring.coreos.com", Version: "v1", Kind: "PrometheusRule"}, ns, "aws-efs-csi-driver-operator")
@@ -398,7 +398,7 @@ func TestOtherClusterCSIDriversAreIgnored(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
 	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), time.Minute)
 	defer cancel()
 	h.createCR(ctx, "ebs.csi.aws.com", operatorv1.Managed)
 	// Its own CR, created after the other one and Unmanaged so that it deploys nothing, proves
@@ -417,7 +417,7 @@ func TestOtherClusterCSIDriversAreIgnored(t *testing.T) {
 
 func TestInvalidLogLevelIsRejectedWithAClearMessage(t *testing.T) {
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), time.Minute)
 	defer cancel()
 	cr := &operatorv1.ClusterCSIDriver{
 		ObjectMeta: metav1.ObjectMeta{Name: efs.CRName},
@@ -439,7 +439,7 @@ func TestInvalidLogLevelIsRejectedWithAClearMessage(t *testing.T) {
 func TestServiceMonitorFollowsTheOperatorsNamespace(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), time.Minute)
 	defer cancel()
 	const elsewhere = "operators"
 	must(t, h.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: elsewhere}}))

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/operator"
 	"github.com/csi-olm/csi-olm/operator/assets"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -112,7 +113,7 @@ func (h *harness) actAsCloudCredentialOperator(ctx context.Context) {
 func TestInstallFromNothing(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.Full, testbed.OpenShiftOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), 3*time.Minute)
 	defer cancel()
 	versions := h.recordWorkloads(ctx)
 	h.runOperator()
@@ -209,7 +210,7 @@ func TestSingleNodeRunsOneControllerReplica(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{SingleNode: true, CredentialsMode: operatorv1.CloudCredentialsModeManual})
 	h.runOperator()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), time.Minute)
 	defer cancel()
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "efs-csi-controller"}}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -28,7 +29,7 @@ func (h *harness) grantBundlePermissions(ctx context.Context) *rest.Config {
 func TestInstallWithTheBundlesPermissions(t *testing.T) {
 	fixture.SetOperatorEnv(t)
 	h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), 2*time.Minute)
 	defer cancel()
 	h.runOperatorAs(h.grantBundlePermissions(ctx))
 	h.createCR(ctx, efs.CRName, operatorv1.Managed)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	sharedvolumev1alpha1 "github.com/csi-olm/csi-olm/sharedvolume/api/v1alpha1"
 	"github.com/csi-olm/csi-olm/sharedvolume/crd"
 	"github.com/csi-olm/csi-olm/test/fixture"
@@ -94,7 +95,7 @@ func newShipped(t *testing.T) (h *harness, ctx context.Context, start func() (*p
 	t.Helper()
 	bin := buildOperator(t)
 	h = newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := progress.WithStall(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	kubeconfig := fixture.WriteKubeconfig(t, h.grantBundlePermissions(ctx), ns)
 	args, env := fixture.ShippedCommand(t, ns)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/csi-olm/csi-olm/internal/names/efs"
+	"github.com/csi-olm/csi-olm/internal/progress"
 	"github.com/csi-olm/csi-olm/test/fixture"
 	"github.com/csi-olm/csi-olm/testbed"
 )
@@ -36,7 +37,7 @@ func TestNoStorageClassThatCannotProvision(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fixture.SetOperatorEnv(t)
 			h := newHarness(t, testbed.APIServer, testbed.OpenShiftOptions{CredentialsMode: operatorv1.CloudCredentialsModeManual})
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			ctx, cancel := progress.WithStall(context.Background(), 2*time.Minute)
 			defer cancel()
 			sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: efs.StorageClass}}
 			if tc.seeded != nil {
