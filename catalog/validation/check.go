@@ -27,6 +27,11 @@ type Options struct {
 	// Minor, when set, is the OpenShift minor whose index the catalog is: each bundle must run
 	// on a cluster at that minor.
 	Minor *openshift.Minor
+	// Settings turn rules off, on, or their problems into warnings or errors, by rule name
+	// (ParseSettings).
+	Settings map[string]Setting
+	// AllowedRegistries are the prefixes bundle images must start with; none checks nothing.
+	AllowedRegistries []string
 }
 
 // Check runs every check and returns every problem, sorted by file.
@@ -37,8 +42,12 @@ func Check(c *Catalog, opts Options) []Problem {
 		community = newIndex(opts.Community)
 	}
 	problems := append(opmRules(c), schemaProblems(c)...)
-	problems = append(problems, idx.graph(community)...)
+	problems = append(problems, idx.graph(community, opts.Settings)...)
 	problems = append(problems, idx.deprecations()...)
+	problems = append(problems, idx.bundleImages(opts.AllowedRegistries, opts.Settings)...)
+	if enabled(RuleNetworkPolicy, opts.Settings) {
+		problems = append(problems, idx.networkPolicies()...)
+	}
 	if community != nil {
 		problems = append(problems, idx.upgradesFrom(community)...)
 	}
@@ -48,6 +57,7 @@ func Check(c *Catalog, opts Options) []Problem {
 	if opts.Minor != nil {
 		problems = append(problems, idx.minorProblems(*opts.Minor)...)
 	}
+	problems = applySettings(problems, opts.Settings)
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
 	return problems
 }
@@ -61,10 +71,10 @@ var olmSchemas = []string{declcfg.SchemaPackage, declcfg.SchemaChannel, declcfg.
 func schemaProblems(c *Catalog) []Problem {
 	var problems []Problem
 	if len(c.Config.Packages) == 0 {
-		problems = append(problems, Problem{File: c.Dir, Level: Error, Check: "schema", Message: "the catalog has no " + declcfg.SchemaPackage + ": OLM offers nothing from it"})
+		problems = append(problems, Problem{File: c.Dir, Level: Error, Rule: RuleSchema, Message: "the catalog has no " + declcfg.SchemaPackage + ": OLM offers nothing from it"})
 	}
 	for _, o := range c.Config.Others {
-		p := Problem{File: c.file(o.Schema, o.Package, o.Name), Level: Warning, Check: "schema", Package: o.Package,
+		p := Problem{File: c.file(o.Schema, o.Package, o.Name), Level: Warning, Rule: RuleSchema, Package: o.Package,
 			Message: fmt.Sprintf("%q is a schema OLM does not read (it reads %s): OLM passes over %q", o.Schema, strings.Join(olmSchemas, ", "), o.Name)}
 		if strings.HasPrefix(o.Schema, "olm.") {
 			p.Level = Error
@@ -115,7 +125,7 @@ func opmRules(c *Catalog) []Problem {
 				pkg := pkgs[i]
 				if _, err := declcfg.ConvertToModel(*byPackage[pkg]); err != nil {
 					results[i] = &Problem{
-						File: c.file(declcfg.SchemaPackage, pkg, pkg), Level: Error, Check: "opm", Package: pkg,
+						File: c.file(declcfg.SchemaPackage, pkg, pkg), Level: Error, Rule: RuleOPM, Package: pkg,
 						Message: strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "\n    "),
 					}
 				}
@@ -144,20 +154,28 @@ type catalogIndex struct {
 
 func newIndex(c *Catalog) *catalogIndex { return &catalogIndex{c: c, m: index.New(c.Config)} }
 
-func (idx *catalogIndex) channelProblem(ch *index.Channel, level Level, check, bundle, format string, args ...any) Problem {
+func (idx *catalogIndex) channelProblem(ch *index.Channel, level Level, rule, bundle, format string, args ...any) Problem {
 	return Problem{
-		File: idx.c.file(declcfg.SchemaChannel, ch.Package, ch.Name), Level: level, Check: check,
+		File: idx.c.file(declcfg.SchemaChannel, ch.Package, ch.Name), Level: level, Rule: rule,
 		Package: ch.Package, Channel: ch.Name, Bundle: bundle, Message: fmt.Sprintf(format, args...),
 	}
 }
 
 // graph checks each channel's upgrade graph: skipRanges parse, edges point at real bundles,
-// and every entry has an upgrade path to the head through replaces, skips or skipRange.
-func (idx *catalogIndex) graph(community *catalogIndex) []Problem {
+// every entry has an upgrade path to the head through replaces, skips or skipRange, and the
+// field's graph rules the settings leave on.
+func (idx *catalogIndex) graph(community *catalogIndex, settings map[string]Setting) []Problem {
 	var problems []Problem
+	pruned, loops := enabled(RuleSkipRangeWithoutReplace, settings), enabled(RuleEdgeLoop, settings)
 	for _, p := range idx.m.Packages() {
 		for _, ch := range p.SortedChannels() {
 			problems = append(problems, idx.channelGraph(p, ch, community)...)
+			if pruned {
+				problems = append(problems, idx.skipRangeWithoutReplaces(ch)...)
+			}
+			if loops {
+				problems = append(problems, idx.edgeLoops(ch)...)
+			}
 		}
 	}
 	for _, p := range idx.m.Packages() {
@@ -168,11 +186,11 @@ func (idx *catalogIndex) graph(community *catalogIndex) []Problem {
 		ch, ok := p.Channels[p.DefaultChannel()]
 		switch {
 		case p.DefaultChannel() == "":
-			problems = append(problems, Problem{File: file, Level: Error, Check: "graph", Package: p.Name, Message: "no default channel: OLM cannot pick what to install for a Subscription without a channel"})
+			problems = append(problems, Problem{File: file, Level: Error, Rule: RuleDefaultChannel, Package: p.Name, Message: "no default channel: OLM cannot pick what to install for a Subscription without a channel"})
 		case !ok:
-			problems = append(problems, Problem{File: file, Level: Error, Check: "graph", Package: p.Name, Message: fmt.Sprintf("default channel %q does not exist", p.DefaultChannel())})
+			problems = append(problems, Problem{File: file, Level: Error, Rule: RuleDefaultChannel, Package: p.Name, Message: fmt.Sprintf("default channel %q does not exist", p.DefaultChannel())})
 		case ch.Head() == "":
-			problems = append(problems, Problem{File: file, Level: Error, Check: "graph", Package: p.Name, Channel: ch.Name, Message: fmt.Sprintf("default channel %q has no single head (heads: %v)", ch.Name, ch.Heads())})
+			problems = append(problems, Problem{File: file, Level: Error, Rule: RuleDefaultChannel, Package: p.Name, Channel: ch.Name, Message: fmt.Sprintf("default channel %q has no single head (heads: %v)", ch.Name, ch.Heads())})
 		}
 	}
 	return problems
@@ -182,7 +200,7 @@ func (idx *catalogIndex) channelGraph(p *index.Package, ch *index.Channel, commu
 	var problems []Problem
 	for _, e := range ch.Entries {
 		if e.RuleErr != nil {
-			problems = append(problems, idx.channelProblem(ch, Error, "graph", e.Name, "%v", e.RuleErr))
+			problems = append(problems, idx.channelProblem(ch, Error, RuleSkipRange, e.Name, "%v", e.RuleErr))
 		}
 		for _, t := range e.Rule.Named() {
 			if _, ok := p.Bundles[t]; ok {
@@ -191,28 +209,28 @@ func (idx *catalogIndex) channelGraph(p *index.Package, ch *index.Channel, commu
 			switch {
 			case community != nil && community.m.Package(p.Name) != nil && community.m.Package(p.Name).Bundles[t] != nil:
 			case community != nil:
-				problems = append(problems, idx.channelProblem(ch, Error, "graph", e.Name, "upgrades from %q, which is no bundle of package %s here or in the community catalog", t, p.Name))
+				problems = append(problems, idx.channelProblem(ch, Error, RuleReplacesAvailable, e.Name, "upgrades from %q, which is no bundle of package %s here or in the community catalog", t, p.Name))
 			default:
-				problems = append(problems, idx.channelProblem(ch, Warning, "graph", e.Name, "upgrades from %q, which is not in this catalog: installs of it from an earlier catalog still upgrade (a pruned tail); if another catalog has it, validate with that one (--community) to check the edge", t))
+				problems = append(problems, idx.channelProblem(ch, Warning, RuleReplacesAvailable, e.Name, "upgrades from %q, which is not in this catalog: installs of it from an earlier catalog still upgrade (a pruned tail); if another catalog has it, validate with that one (--community) to check the edge", t))
 			}
 		}
 	}
 	for _, loop := range ch.Loops() {
-		problems = append(problems, idx.channelProblem(ch, Error, "graph", loop[0], "the replaces chain loops: %s: an install on it never reaches the head",
+		problems = append(problems, idx.channelProblem(ch, Error, RuleReplacesLoop, loop[0], "the replaces chain loops: %s: an install on it never reaches the head",
 			strings.Join(append(loop, loop[0]), " replaces ")))
 	}
 	hs := ch.Heads()
 	if len(hs) != 1 {
-		return append(problems, idx.channelProblem(ch, Error, "graph", "", "channel must have exactly one head, has %d: %v", len(hs), hs))
+		return append(problems, idx.channelProblem(ch, Error, RuleChannelHead, "", "channel must have exactly one head, has %d: %v", len(hs), hs))
 	}
 	reached, olmReached := ch.ReachesHead(), ch.OLMReachesHead()
 	for _, e := range ch.Entries {
 		switch {
 		case !reached[e.Name]:
-			problems = append(problems, idx.channelProblem(ch, Error, "graph", e.Name, "no upgrade path leads from it to the channel head %s: installs of it are stranded", hs[0]))
+			problems = append(problems, idx.channelProblem(ch, Error, RuleStranded, e.Name, "no upgrade path leads from it to the channel head %s: installs of it are stranded", hs[0]))
 		case !olmReached[e.Name]:
 			// opm accepts it, and catalogs in the field have it: a warning, not an error.
-			problems = append(problems, idx.channelProblem(ch, Warning, "graph", e.Name, "every upgrade path from it to the channel head %s goes through a bundle that another bundle skips, and OLM never upgrades to a skipped bundle: installs of it are stranded", hs[0]))
+			problems = append(problems, idx.channelProblem(ch, Warning, RuleSkippedPath, e.Name, "every upgrade path from it to the channel head %s goes through a bundle that another bundle skips, and OLM never upgrades to a skipped bundle: installs of it are stranded", hs[0]))
 		}
 	}
 	return problems
@@ -224,7 +242,7 @@ func (idx *catalogIndex) deprecations() []Problem {
 	for _, d := range idx.c.Config.Deprecations {
 		file := idx.c.file(declcfg.SchemaDeprecation, d.Package, "")
 		add := func(format string, args ...any) {
-			problems = append(problems, Problem{File: file, Level: Error, Check: "deprecation", Package: d.Package, Message: fmt.Sprintf(format, args...)})
+			problems = append(problems, Problem{File: file, Level: Error, Rule: RuleDeprecation, Package: d.Package, Message: fmt.Sprintf(format, args...)})
 		}
 		p := idx.m.Package(d.Package)
 		if p.Decl == nil {
@@ -267,7 +285,7 @@ func (idx *catalogIndex) upgradesFrom(community *catalogIndex) []Problem {
 		for _, cch := range cp.SortedChannels() {
 			ch, ok := p.Channels[cch.Name]
 			if !ok {
-				problems = append(problems, Problem{File: idx.c.file(declcfg.SchemaPackage, p.Name, p.Name), Level: Error, Check: "upgrade", Package: p.Name, Channel: cch.Name,
+				problems = append(problems, Problem{File: idx.c.file(declcfg.SchemaPackage, p.Name, p.Name), Level: Error, Rule: RuleCommunityUpgrade, Package: p.Name, Channel: cch.Name,
 					Message: "the community catalog has this channel but this catalog does not: Subscriptions on it cannot switch their source"})
 				continue
 			}
@@ -280,12 +298,12 @@ func (idx *catalogIndex) upgradesFrom(community *catalogIndex) []Problem {
 				continue
 			}
 			if !hv.GT(*cv) {
-				problems = append(problems, idx.channelProblem(ch, Error, "upgrade", head, "head version %s is not newer than the community head %s (%s)", hv, communityHead, cv))
+				problems = append(problems, idx.channelProblem(ch, Error, RuleCommunityUpgrade, head, "head version %s is not newer than the community head %s (%s)", hv, communityHead, cv))
 			}
 			rule := ch.Entry(head).Rule // an unparsable skipRange is reported by the graph checks
 			for _, ce := range cch.Entries {
 				if _, direct := rule.From(ce.Name, ce.Version); !direct {
-					problems = append(problems, idx.channelProblem(ch, Error, "upgrade", head, "has no edge from community bundle %s: a Subscription on it would not switch to the head in one step", ce.Name))
+					problems = append(problems, idx.channelProblem(ch, Error, RuleCommunityUpgrade, head, "has no edge from community bundle %s: a Subscription on it would not switch to the head in one step", ce.Name))
 				}
 			}
 		}

@@ -357,7 +357,7 @@ func TestEmbeddedObjectsMatchBundleDirectories(t *testing.T) {
 		c, problems := validation.Load(ctx, os.DirFS("../certified/"+minor), "certified/"+minor)
 		problems = append(problems, validation.Check(c, validation.Options{Bundles: src})...)
 		for _, p := range problems {
-			if p.Check == "objects" || p.Level == validation.Error {
+			if p.Rule == validation.RuleBundleObjects || p.Level == validation.Error {
 				t.Errorf("committed catalog disagrees with the committed bundles: %s", p)
 			}
 		}

@@ -27,9 +27,11 @@ const (
 
 // Problem is one finding about a catalog.
 type Problem struct {
-	File    string `json:"file,omitempty"`
-	Level   Level  `json:"level"`
-	Check   string `json:"check"`
+	File  string `json:"file,omitempty"`
+	Level Level  `json:"level"`
+	// Rule is the stable name of the rule that found it (Rules), which settings turn off or up
+	// and down.
+	Rule    string `json:"rule"`
 	Package string `json:"package,omitempty"`
 	Channel string `json:"channel,omitempty"`
 	Bundle  string `json:"bundle,omitempty"`
@@ -47,7 +49,7 @@ func (p Problem) String() string {
 	if len(where) > 0 {
 		loc = strings.Join(where, ", ") + ": "
 	}
-	return fmt.Sprintf("%s: %s: [%s] %s%s", p.File, p.Level, p.Check, loc, p.Message)
+	return fmt.Sprintf("%s: %s: [%s] %s%s", p.File, p.Level, p.Rule, loc, p.Message)
 }
 
 // Catalog is a loaded file-based catalog and where each of its objects came from.
@@ -101,7 +103,7 @@ func Load(ctx context.Context, fsys fs.FS, dir string) (*Catalog, []Problem) {
 	err := declcfg.WalkMetasFS(ctx, fsys, func(path string, meta *declcfg.Meta, err error) error {
 		if err != nil {
 			mu.Lock()
-			problems = append(problems, Problem{File: dir + "/" + path, Level: Error, Check: "load", Message: fmt.Sprintf("not valid YAML or JSON: %v", err)})
+			problems = append(problems, Problem{File: dir + "/" + path, Level: Error, Rule: RuleLoad, Message: fmt.Sprintf("not valid YAML or JSON: %v", err)})
 			mu.Unlock()
 			return nil
 		}
@@ -110,7 +112,7 @@ func Load(ctx context.Context, fsys fs.FS, dir string) (*Catalog, []Problem) {
 		defer mu.Unlock()
 		if err != nil {
 			problems = append(problems, Problem{
-				File: dir + "/" + path, Level: Error, Check: "load", Package: meta.Package,
+				File: dir + "/" + path, Level: Error, Rule: RuleLoad, Package: meta.Package,
 				Message: fmt.Sprintf("%s %q: %v", orSchema(meta.Schema), meta.Name, err),
 			})
 			return nil
@@ -119,7 +121,7 @@ func Load(ctx context.Context, fsys fs.FS, dir string) (*Catalog, []Problem) {
 		key := metaKey(meta)
 		if prior, ok := c.files[key]; ok && prior != path && slices.Contains(olmSchemas, meta.Schema) {
 			problems = append(problems, Problem{
-				File: dir + "/" + path, Level: Error, Check: "load", Package: meta.Package,
+				File: dir + "/" + path, Level: Error, Rule: RuleLoad, Package: meta.Package,
 				Message: fmt.Sprintf("%s %q is also in %s: OLM refuses a catalog that declares it twice", meta.Schema, meta.Name, dir+"/"+prior),
 			})
 		}
@@ -127,8 +129,9 @@ func Load(ctx context.Context, fsys fs.FS, dir string) (*Catalog, []Problem) {
 		return nil
 	})
 	if err != nil {
-		problems = append(problems, Problem{File: dir, Level: Error, Check: "load", Message: err.Error()})
+		problems = append(problems, Problem{File: dir, Level: Error, Rule: RuleLoad, Message: err.Error()})
 	}
+	problems = append(problems, emptyDirectories(fsys, dir)...)
 	sortConfig(c.Config)
 	sort.SliceStable(problems, func(i, j int) bool { return problems[i].File < problems[j].File })
 	return c, problems
@@ -163,4 +166,33 @@ func FromConfig(cfg *declcfg.DeclarativeConfig, dir, ext string) *Catalog {
 		c.files[objectKey{declcfg.SchemaPackage, p.Name, p.Name}] = p.Name + "/catalog" + ext
 	}
 	return c
+}
+
+// emptyDirectories finds the catalog's top directories (a package's, by convention) that hold
+// no file: Konflux's validate-fbc fails a catalog with one, which is likely a package whose
+// files went missing.
+func emptyDirectories(fsys fs.FS, dir string) []Problem {
+	top, err := fs.ReadDir(fsys, ".")
+	if err != nil {
+		return nil // the walk reported it
+	}
+	var problems []Problem
+	for _, d := range top {
+		if !d.IsDir() {
+			continue
+		}
+		empty := true
+		_ = fs.WalkDir(fsys, d.Name(), func(_ string, e fs.DirEntry, err error) error {
+			if err == nil && !e.IsDir() {
+				empty = false
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if empty {
+			problems = append(problems, Problem{File: dir + "/" + d.Name(), Level: Warning, Rule: RuleEmptyDirectory,
+				Message: "the directory holds no file: a package whose files went missing? (Konflux's validate-fbc fails a catalog with an empty directory)"})
+		}
+	}
+	return problems
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/operator-framework/operator-registry/alpha/declcfg"
+	"github.com/operator-framework/operator-registry/alpha/property"
 
 	"github.com/csi-olm/csi-olm/catalog/index"
 	"github.com/csi-olm/csi-olm/internal/openshift"
@@ -22,18 +23,17 @@ func (idx *catalogIndex) minorProblems(m openshift.Minor) []Problem {
 		for _, name := range slices.Sorted(maps.Keys(p.Bundles)) {
 			b := p.Bundles[name]
 			l := index.Limits(b.Decl)
-			problemAt := func(level Level, format string, args ...any) {
+			problemAt := func(level Level, rule, format string, args ...any) {
 				problems = append(problems, Problem{
-					File: idx.c.file(declcfg.SchemaBundle, p.Name, b.Name), Level: level, Check: "openshift",
+					File: idx.c.file(declcfg.SchemaBundle, p.Name, b.Name), Level: level, Rule: rule,
 					Package: p.Name, Bundle: b.Name, Message: fmt.Sprintf(format, args...),
 				})
 			}
-			problem := func(format string, args ...any) { problemAt(Error, format, args...) }
 			if l.Err != nil {
-				problem("%v: OLM would keep a cluster at %s from upgrading while it is installed", l.Err, m)
+				problemAt(Error, RuleMaxOpenShiftVersion, "%v: OLM would keep a cluster at %s from upgrading while it is installed", l.Err, m)
 			}
 			if l.Max != nil && l.Max.Less(m) {
-				problem("%s is %s, below the %s index it is in: a cluster at %s could install it and not upgrade until it is gone",
+				problemAt(Error, RuleMaxOpenShiftVersion, "%s is %s, below the %s index it is in: a cluster at %s could install it and not upgrade until it is gone",
 					openshift.MaxVersionProperty, l.Max, m.Index(), m)
 			}
 			if l.MinKube != nil {
@@ -41,12 +41,45 @@ func (idx *catalogIndex) minorProblems(m openshift.Minor) []Problem {
 				// that needs a later z-stream is a warning, naming it.
 				switch f := m.FitKube(*l.MinKube); f.Fit {
 				case openshift.FitsNone:
-					problem("%s, from the %s index", f.Why(), m.Index())
+					problemAt(Error, RuleKubeVersion, "%s, from the %s index", f.Why(), m.Index())
 				case openshift.FitsFrom, openshift.FitsNoneKnown:
-					problemAt(Warning, "%s", f.Why())
+					problemAt(Warning, RuleKubeVersion, "%s", f.Why())
 				}
+			}
+			if why := metadataFormat(b.Decl, m); why != "" {
+				problemAt(Error, RuleBundleMetadataFormat, "%s", why)
 			}
 		}
 	}
 	return problems
+}
+
+// csvMetadataFrom is the first minor whose index carries a bundle's CSV as olm.csv.metadata, not
+// as olm.bundle.object: what the field's pipelines render from 4.17 on and require.
+var csvMetadataFrom = openshift.Minor{Major: 4, Minor: 17}
+
+// metadataFormat says how b's metadata is not in the form the field's pipelines require of the
+// index of minor m ("" when it is): from 4.17 on, one olm.csv.metadata and no olm.bundle.object
+// (a published bundle's manifests are in its image); before, no olm.csv.metadata, which Konflux's
+// FBC check refuses in those minors' indexes.
+func metadataFormat(b *declcfg.Bundle, m openshift.Minor) string {
+	objects, metadata := 0, 0
+	for _, p := range b.Properties {
+		switch p.Type {
+		case property.TypeBundleObject:
+			objects++
+		case property.TypeCSVMetadata:
+			metadata++
+		}
+	}
+	switch {
+	case !m.Less(csvMetadataFrom) && objects > 0:
+		return fmt.Sprintf("has %d %s properties: the %s index, as every index from %s on, carries a bundle's CSV as one %s (opm render --migrate-level bundle-object-to-csv-metadata)",
+			objects, property.TypeBundleObject, m.Index(), csvMetadataFrom.Index(), property.TypeCSVMetadata)
+	case !m.Less(csvMetadataFrom) && metadata != 1:
+		return fmt.Sprintf("has %d %s properties, not one: the %s index, as every index from %s on, carries a bundle's CSV as one", metadata, property.TypeCSVMetadata, m.Index(), csvMetadataFrom.Index())
+	case m.Less(csvMetadataFrom) && metadata > 0:
+		return fmt.Sprintf("has an %s property: indexes before %s carry a bundle's CSV as %s", property.TypeCSVMetadata, csvMetadataFrom.Index(), property.TypeBundleObject)
+	}
+	return ""
 }

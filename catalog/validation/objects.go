@@ -37,7 +37,7 @@ func (idx *catalogIndex) embeddedObjects(src *BundleSource) []Problem {
 				continue // nothing embedded (a published bundle), or reported by opm's rules
 			}
 			add := func(format string, args ...any) {
-				problems = append(problems, Problem{File: idx.c.file("olm.bundle", pkg, name), Level: Error, Check: "objects", Package: pkg, Bundle: name, Message: fmt.Sprintf(format, args...)})
+				problems = append(problems, Problem{File: idx.c.file("olm.bundle", pkg, name), Level: Error, Rule: RuleBundleObjects, Package: pkg, Bundle: name, Message: fmt.Sprintf(format, args...)})
 			}
 			dir := path.Join(pkg, info.Version.String(), "manifests")
 			onDisk, err := dirManifests(src.FS, dir)

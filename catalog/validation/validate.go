@@ -28,6 +28,11 @@ type Validate struct {
 	Community string
 	// Bundles is the bundle tree that embedded bundle objects must agree with; empty to skip.
 	Bundles string
+	// Rules are NAME=SETTING items (ParseSettings): a rule turned off, on, or its problems made
+	// warnings or errors.
+	Rules []string
+	// AllowedRegistries are the prefixes bundle images must start with (RuleBundleImageRegistry).
+	AllowedRegistries []string
 	// Output is text (each problem, then a summary per catalog), json or yaml (a Report).
 	Output string
 	Out    io.Writer
@@ -68,7 +73,11 @@ func (v *Validate) Run(ctx context.Context) error {
 	// run can tell; 50 saves three times that but costs a small catalog 13 % more time
 	// (BENCHMARKS.md).
 	defer debug.SetGCPercent(debug.SetGCPercent(75))
-	opts := Options{}
+	settings, err := ParseSettings(v.Rules)
+	if err != nil {
+		return &option.Error{Field: "Rules", Err: err}
+	}
+	opts := Options{Settings: settings, AllowedRegistries: v.AllowedRegistries}
 	if v.Bundles != "" {
 		if _, err := os.Stat(v.Bundles); err != nil {
 			return &option.Error{Field: "Bundles", Err: err}
@@ -131,7 +140,8 @@ func (v *Validate) one(ctx context.Context, tc tree.Catalog, opts Options) (*Cat
 		opts.Community = community
 	}
 	opts.Minor = tc.Minor
-	problems = append(problems, Check(c, opts)...)
+	// Loading finds problems of rules the settings may turn off or move too.
+	problems = append(applySettings(problems, opts.Settings), Check(c, opts)...)
 	cfg := c.Config
 	r := &CatalogReport{Catalog: dir, Packages: len(cfg.Packages), Channels: len(cfg.Channels), Bundles: len(cfg.Bundles), Problems: problems}
 	if r.Problems == nil {
@@ -182,7 +192,7 @@ func readCatalog(ctx context.Context, dir string) (*Catalog, []Problem, error) {
 	}
 	var problems []Problem
 	for _, name := range slices.Sorted(maps.Keys(broken)) {
-		problems = append(problems, Problem{File: dir + "/" + name, Level: Error, Check: "load", Message: broken[name]})
+		problems = append(problems, Problem{File: dir + "/" + name, Level: Error, Rule: RuleLoad, Message: broken[name]})
 	}
 	c, loadProblems := Load(ctx, hiding{root.FS(), broken}, dir)
 	return c, append(problems, loadProblems...), nil

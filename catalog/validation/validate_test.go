@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,6 +81,10 @@ func TestMinKubeVersionAgainstTheMinorsReleases(t *testing.T) {
 	minKube := map[string]string{"z.v1.0.0": "1.33.5", "z.v1.1.0": "1.33.6", "z.v1.2.0": "1.34.0"}
 	for i := range cfg.Bundles {
 		b := &cfg.Bundles[i]
+		// A 4.20 index carries a CSV as olm.csv.metadata, not as an embedded object: the bundle's
+		// manifests are in its image.
+		b.Image = "quay.io/example/" + b.Name
+		b.Properties = slices.DeleteFunc(b.Properties, func(p property.Property) bool { return p.Type == property.TypeBundleObject })
 		b.Properties = append(b.Properties, property.MustBuildCSVMetadata(operatorsv1alpha1.ClusterServiceVersion{
 			Spec: operatorsv1alpha1.ClusterServiceVersionSpec{MinKubeVersion: minKube[b.Name]},
 		}))
@@ -92,8 +97,8 @@ func TestMinKubeVersionAgainstTheMinorsReleases(t *testing.T) {
 		t.Fatalf("a bundle no 4.20 release installs validated:\n%s", out)
 	}
 	for _, want := range []string{
-		"z/catalog.yaml: warning: [openshift] package z, bundle z.v1.1.0: minKubeVersion 1.33.6 is newer than the Kubernetes of OpenShift 4.20's first releases: 4.20.16 (Kubernetes 1.33.8) is the first release known to ship it",
-		"z/catalog.yaml: error: [openshift] package z, bundle z.v1.2.0: minKubeVersion 1.34.0 is newer than OpenShift 4.20's Kubernetes 1.33",
+		"z/catalog.yaml: warning: [kube-version] package z, bundle z.v1.1.0: minKubeVersion 1.33.6 is newer than the Kubernetes of OpenShift 4.20's first releases: 4.20.16 (Kubernetes 1.33.8) is the first release known to ship it",
+		"z/catalog.yaml: error: [kube-version] package z, bundle z.v1.2.0: minKubeVersion 1.34.0 is newer than OpenShift 4.20's Kubernetes 1.33",
 		"1 errors, 1 warnings",
 	} {
 		if !strings.Contains(out, want) {
@@ -131,7 +136,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a broken catalog validated:\n%s", out)
 	}
-	for _, want := range []string{dir + "/a/catalog.yaml: error: [opm] package a", dir + "/a/catalog.yaml: error: [graph] package a: default channel \"stable\" does not exist", dir + "/b/catalog.yaml: error: [load] not valid YAML or JSON", "errors"} {
+	for _, want := range []string{dir + "/a/catalog.yaml: error: [opm] package a", dir + "/a/catalog.yaml: error: [default-channel] package a: default channel \"stable\" does not exist", dir + "/b/catalog.yaml: error: [load] not valid YAML or JSON", "errors"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
