@@ -46,8 +46,8 @@ func (idx *catalogIndex) minorProblems(m openshift.Minor) []Problem {
 					problemAt(Warning, RuleKubeVersion, "%s", f.Why())
 				}
 			}
-			if why := metadataFormat(b.Decl, m); why != "" {
-				problemAt(Error, RuleBundleMetadataFormat, "%s", why)
+			if level, why := metadataFormat(b.Decl, m); why != "" {
+				problemAt(level, RuleBundleMetadataFormat, "%s", why)
 			}
 		}
 	}
@@ -59,10 +59,11 @@ func (idx *catalogIndex) minorProblems(m openshift.Minor) []Problem {
 var csvMetadataFrom = openshift.Minor{Major: 4, Minor: 17}
 
 // metadataFormat says how b's metadata is not in the form the field's pipelines require of the
-// index of minor m ("" when it is): from 4.17 on, one olm.csv.metadata and no olm.bundle.object
-// (a published bundle's manifests are in its image); before, no olm.csv.metadata, which Konflux's
-// FBC check refuses in those minors' indexes.
-func metadataFormat(b *declcfg.Bundle, m openshift.Minor) string {
+// index of minor m ("" when it is). Both operator pipelines and Konflux refuse olm.bundle.object
+// from 4.17 on: an error. Konflux alone also wants one olm.csv.metadata from 4.17 on and none
+// before; OLM serves either (csi-olm's own published catalogs carry olm.csv.metadata at every
+// minor, served by a current opm): warnings.
+func metadataFormat(b *declcfg.Bundle, m openshift.Minor) (Level, string) {
 	objects, metadata := 0, 0
 	for _, p := range b.Properties {
 		switch p.Type {
@@ -74,12 +75,12 @@ func metadataFormat(b *declcfg.Bundle, m openshift.Minor) string {
 	}
 	switch {
 	case !m.Less(csvMetadataFrom) && objects > 0:
-		return fmt.Sprintf("has %d %s properties: the %s index, as every index from %s on, carries a bundle's CSV as one %s (opm render --migrate-level bundle-object-to-csv-metadata)",
+		return Error, fmt.Sprintf("has %d %s properties: the %s index, as every index from %s on, carries a bundle's CSV as one %s (opm render --migrate-level bundle-object-to-csv-metadata)",
 			objects, property.TypeBundleObject, m.Index(), csvMetadataFrom.Index(), property.TypeCSVMetadata)
 	case !m.Less(csvMetadataFrom) && metadata != 1:
-		return fmt.Sprintf("has %d %s properties, not one: the %s index, as every index from %s on, carries a bundle's CSV as one", metadata, property.TypeCSVMetadata, m.Index(), csvMetadataFrom.Index())
+		return Warning, fmt.Sprintf("has %d %s properties, not one: Konflux wants one in the %s index, as in every index from %s on", metadata, property.TypeCSVMetadata, m.Index(), csvMetadataFrom.Index())
 	case m.Less(csvMetadataFrom) && metadata > 0:
-		return fmt.Sprintf("has an %s property: indexes before %s carry a bundle's CSV as %s", property.TypeCSVMetadata, csvMetadataFrom.Index(), property.TypeBundleObject)
+		return Warning, fmt.Sprintf("has an %s property: Konflux wants none in indexes before %s, which carry a bundle's CSV as %s", property.TypeCSVMetadata, csvMetadataFrom.Index(), property.TypeBundleObject)
 	}
-	return ""
+	return "", ""
 }

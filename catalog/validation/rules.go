@@ -72,7 +72,7 @@ var Rules = []Rule{
 	{Name: RuleBundleObjects, Needs: "--bundles", Doc: "embedded bundle objects are those of the bundle directories"},
 	{Name: RuleKubeVersion, Needs: "a per-minor tree", Field: "operator-pipelines check_api_version_constraints", Doc: "some release of the minor runs each bundle's minKubeVersion (a warning when only later z-streams do)"},
 	{Name: RuleMaxOpenShiftVersion, Needs: "a per-minor tree", Doc: "no bundle's olm.maxOpenShiftVersion is below its index's minor, or unreadable"},
-	{Name: RuleBundleMetadataFormat, Needs: "a per-minor tree", Field: "operator-pipelines check_olm_bundle_object_in_fbc; Konflux validate-fbc", Doc: "from v4.17 on, each bundle's CSV is one olm.csv.metadata and no olm.bundle.object; before, no olm.csv.metadata"},
+	{Name: RuleBundleMetadataFormat, Needs: "a per-minor tree", Field: "operator-pipelines check_olm_bundle_object_in_fbc; Konflux validate-fbc", Doc: "from v4.17 on, no bundle has olm.bundle.object (warnings where Konflux alone differs: one olm.csv.metadata from v4.17 on, none before)"},
 	{Name: RuleBundleImageDigest, DefaultOff: true, Field: "Konflux validate-fbc", Doc: "every bundle image is pinned by digest"},
 	{Name: RuleBundleImageRegistry, Needs: "--allowed-registry", Field: "operator-pipelines check_bundle_images_in_fbc; Konflux validate-fbc", Doc: "every bundle image is under an allowed registry prefix"},
 	{Name: RuleNetworkPolicy, DefaultOff: true, Field: "operator-pipelines check_network_policy_presence", Doc: "no embedded bundle object is a NetworkPolicy (the pipelines refuse one; OLM installs it)"},

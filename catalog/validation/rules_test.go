@@ -76,15 +76,15 @@ func TestRules(t *testing.T) {
 		{
 			name: "no olm.csv.metadata in a 4.17 index",
 			opts: validation.Options{Minor: minor(17)},
-			rule: validation.RuleBundleMetadataFormat, level: validation.Error,
+			rule: validation.RuleBundleMetadataFormat, level: validation.Warning,
 			message: "bundle demo.v1.0.0: has 0 olm.csv.metadata properties, not one",
 		},
 		{
 			name: "olm.csv.metadata in a 4.16 index",
 			edit: withProperty("olm.csv.metadata", "{}"),
 			opts: validation.Options{Minor: minor(16)},
-			rule: validation.RuleBundleMetadataFormat, level: validation.Error,
-			message: "bundle demo.v1.2.0: has an olm.csv.metadata property: indexes before v4.17",
+			rule: validation.RuleBundleMetadataFormat, level: validation.Warning,
+			message: "bundle demo.v1.2.0: has an olm.csv.metadata property: Konflux wants none in indexes before v4.17",
 		},
 		{
 			name: "images by tag, the digest rule turned on",
@@ -134,9 +134,10 @@ func TestRules(t *testing.T) {
 		},
 		{
 			name: "a rule's errors made warnings",
+			edit: withProperty("olm.bundle.object", "{data: e30=}"),
 			opts: validation.Options{Minor: minor(17), Settings: map[string]validation.Setting{validation.RuleBundleMetadataFormat: validation.AsWarning}},
 			rule: validation.RuleBundleMetadataFormat, level: validation.Warning,
-			message: "has 0 olm.csv.metadata properties",
+			message: "has 1 olm.bundle.object properties",
 		},
 	}
 	for _, tc := range tests {
