@@ -107,7 +107,7 @@ func (h *harness) startOperatorBinary(bin string, extra ...string) *process {
 }
 
 // restartBed builds the operator binary and starts a full stack for it in Manual credentials
-// mode, with three minutes to run.
+// mode; its context ends when nothing has progressed for three minutes.
 func restartBed(t *testing.T) (string, *harness, context.Context) {
 	t.Helper()
 	bin := buildOperator(t)
