@@ -40,18 +40,26 @@ type pkg struct {
 // goList runs `go list -json` in the repository and decodes its stream of packages.
 func goList(t *testing.T, args ...string) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"list", "-json"}, args...)...)
+	return goListAs[pkg](t, nil, append([]string{"-json"}, args...)...)
+}
+
+// goListAs runs `go list` with args (one of them -json) in the repository, with env added to the
+// environment, and decodes its stream of packages into T.
+func goListAs[T any](t *testing.T, env []string, args ...string) []T {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+		t.Fatalf("go list %v %v: %v\n%s", env, args, err, stderr.String())
 	}
-	var pkgs []pkg
+	var pkgs []T
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
-		var p pkg
+		var p T
 		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
 			return pkgs
 		} else if err != nil {
@@ -494,33 +502,18 @@ type listed struct {
 // statically as release builds are, and fails the test with every package's error.
 func goListErrors(t *testing.T, main, goos, goarch string) []listed {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-e", "-deps", "-json=ImportPath,GoFiles,Error,DepsErrors", main)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	env := []string{"CGO_ENABLED=0"}
 	if goos != "" {
-		cmd.Env = append(cmd.Env, "GOOS="+goos, "GOARCH="+goarch)
+		env = append(env, "GOOS="+goos, "GOARCH="+goarch)
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list %s for %s/%s: %v\n%s", main, goos, goarch, err, stderr.String())
-	}
-	var pkgs []listed
-	for dec := json.NewDecoder(bytes.NewReader(out)); ; {
-		var p listed
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatalf("decoding go list output: %v", err)
-		}
+	pkgs := goListAs[listed](t, env, "-e", "-deps", "-json=ImportPath,GoFiles,Error,DepsErrors", main)
+	for _, p := range pkgs {
 		if p.Error != nil {
 			t.Errorf("%s/%s: %s: %s", goos, goarch, p.ImportPath, p.Error.Err)
 		}
 		for _, e := range p.DepsErrors {
 			t.Errorf("%s/%s: %s: %s", goos, goarch, p.ImportPath, e.Err)
 		}
-		pkgs = append(pkgs, p)
 	}
 	return pkgs
 }
